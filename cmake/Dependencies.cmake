@@ -1,0 +1,59 @@
+# Finds every dependency once and exposes them through one interface target, yolo11::deps.
+find_package(Torch REQUIRED)
+find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
+find_package(yaml-cpp REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(Threads REQUIRED)
+
+add_library(yolo11_deps INTERFACE)
+add_library(yolo11::deps ALIAS yolo11_deps)
+target_link_libraries(yolo11_deps INTERFACE ${TORCH_LIBRARIES} ${OpenCV_LIBS} yaml-cpp spdlog::spdlog
+                      nlohmann_json::nlohmann_json Threads::Threads ${CMAKE_DL_LIBS})
+target_include_directories(yolo11_deps SYSTEM INTERFACE ${OpenCV_INCLUDE_DIRS})
+# LibTorch's flags (ABI macro) must reach every translation unit that includes torch headers.
+separate_arguments(_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+target_compile_options(yolo11_deps INTERFACE ${_torch_flags})
+
+# CUDA: only when the LibTorch found was built with it (a user's LibTorch 2.x download); Debian's is CPU-only.
+set(YOLO11_HAS_CUDA OFF)
+if(YOLO11_WITH_CUDA AND (TARGET torch_cuda OR TORCH_CUDA_LIBRARIES))
+  set(YOLO11_HAS_CUDA ON)
+  target_compile_definitions(yolo11_deps INTERFACE YOLO11_HAS_CUDA=1)
+endif()
+
+# NVTX3 is header-only: CUDA toolkit include/nvtx3 (or NVTX3_ROOT). Absent → ranges compile out.
+set(YOLO11_HAS_NVTX OFF)
+if(YOLO11_WITH_NVTX)
+  find_path(YOLO11_NVTX_INCLUDE_DIR nvtx3/nvToolsExt.h
+            HINTS $ENV{NVTX3_ROOT} $ENV{CUDA_HOME} $ENV{CUDA_PATH} /usr/local/cuda
+            PATH_SUFFIXES include targets/x86_64-linux/include)
+  if(YOLO11_NVTX_INCLUDE_DIR)
+    set(YOLO11_HAS_NVTX ON)
+    target_include_directories(yolo11_deps SYSTEM INTERFACE ${YOLO11_NVTX_INCLUDE_DIR})
+    target_compile_definitions(yolo11_deps INTERFACE YOLO11_HAS_NVTX=1)
+  endif()
+endif()
+
+# Distributed backends as compiled into LibTorch (c10d headers ship with it; Gloo headers from libgloo-dev).
+set(YOLO11_HAS_GLOO OFF)
+set(YOLO11_HAS_NCCL OFF)
+find_path(YOLO11_GLOO_INCLUDE_DIR gloo/config.h)
+find_path(YOLO11_C10D_GLOO_HEADER torch/csrc/distributed/c10d/ProcessGroupGloo.hpp HINTS ${TORCH_INCLUDE_DIRS})
+find_path(YOLO11_C10D_NCCL_HEADER torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp HINTS ${TORCH_INCLUDE_DIRS})
+if(YOLO11_GLOO_INCLUDE_DIR AND YOLO11_C10D_GLOO_HEADER)
+  set(YOLO11_HAS_GLOO ON)
+  target_compile_definitions(yolo11_deps INTERFACE YOLO11_HAS_GLOO=1)
+endif()
+if(YOLO11_HAS_CUDA AND YOLO11_C10D_NCCL_HEADER)
+  set(YOLO11_HAS_NCCL ON)
+  target_compile_definitions(yolo11_deps INTERFACE YOLO11_HAS_NCCL=1)
+endif()
+foreach(_f CUDA NVTX GLOO NCCL)
+  if(YOLO11_HAS_${_f})
+    set(YOLO11_HAS_${_f}_BOOL true)
+  else()
+    set(YOLO11_HAS_${_f}_BOOL false)
+  endif()
+endforeach()

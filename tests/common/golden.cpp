@@ -1,0 +1,66 @@
+#include "golden.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+
+#include "yolo11_test_config.h"
+
+namespace yolo11::test {
+namespace fs = std::filesystem;
+
+std::string shared_dir() {
+  if (const char* env = std::getenv("YOLO11_SHARED_DIR"); env && *env) return env;
+  return YOLO11_TEST_SHARED_DIR;
+}
+
+std::string golden_path(const std::string& name) {
+  const fs::path p = fs::path(shared_dir()) / "golden" / name;
+  if (!fs::exists(p))
+    throw std::runtime_error("golden file missing: " + p.string() +
+                             " (set YOLO11_SHARED_DIR to the folder holding golden/)");
+  return p.string();
+}
+
+io::TensorFile load_golden(const std::string& name) { return io::load_safetensors(golden_path(name)); }
+
+std::string dataset_dir(const std::string& name) {
+  const fs::path local = fs::path(YOLO11_TEST_SOURCE_DIR) / "datasets" / name;
+  if (fs::exists(local)) return local.string();
+  const fs::path mirror = fs::path(shared_dir()) / "datasets" / name;
+  if (fs::exists(mirror)) return mirror.string();
+  throw std::runtime_error("dataset '" + name + "' not found at " + local.string() + " nor " + mirror.string() +
+                           "; run tools/get_dataset.sh " + name);
+}
+
+std::string scratch_dir(const std::string& name) {
+  const fs::path p = fs::path(YOLO11_TEST_BINARY_DIR) / "test_scratch" / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+::testing::AssertionResult all_close(const torch::Tensor& got, const torch::Tensor& ref, double atol, double rtol) {
+  if (got.sizes() != ref.sizes()) {
+    std::ostringstream ss;
+    ss << "shape mismatch: got " << got.sizes() << " ref " << ref.sizes();
+    return ::testing::AssertionFailure() << ss.str();
+  }
+  if (ref.numel() == 0) return ::testing::AssertionSuccess();
+  const auto g = got.detach().to(torch::kCPU).to(torch::kDouble).flatten();
+  const auto r = ref.detach().to(torch::kCPU).to(torch::kDouble).flatten();
+  const auto err = (g - r).abs();
+  const auto allowed = atol + rtol * r.abs();
+  const auto bad = (err > allowed) | g.isnan() != r.isnan();
+  const int64_t nbad = bad.sum().item<int64_t>();
+  if (nbad == 0) return ::testing::AssertionSuccess();
+  const int64_t worst = (err - allowed).nan_to_num(1e300).argmax().item<int64_t>();
+  std::ostringstream ss;
+  ss << nbad << " of " << r.numel() << " elements differ beyond atol " << atol << " rtol " << rtol
+     << "; worst at flat index " << worst << ": got " << g[worst].item<double>() << " ref "
+     << r[worst].item<double>() << " (|diff| " << err[worst].item<double>() << ")";
+  return ::testing::AssertionFailure() << ss.str();
+}
+
+}  // namespace yolo11::test
