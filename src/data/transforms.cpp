@@ -116,7 +116,9 @@ void apply_hsv(cv::Mat& img, double r0, double r1, double r2) {
       p[2] = lv[p[2]];
     }
   }
-  cv::cvtColor(hsv, img, cv::COLOR_HSV2BGR);
+  cv::Mat out;  // a new buffer: `img` may share pixels with a cached image
+  cv::cvtColor(hsv, out, cv::COLOR_HSV2BGR);
+  img = out;
 }
 
 // 3×3 float32 product, each element summed over k = 0, 1, 2 in order (no FMA: the project builds with ISO C++,
@@ -318,6 +320,7 @@ void cutmix(cv::Mat& img, Labels& labels, const cv::Mat& img2, const Labels& lab
                            std::clamp(b[3], q[1], q[3])});
       out.cls.push_back(labels2.cls[i]);
     }
+  img = img.clone();  // may share pixels with a cached image
   img2(cv::Rect(x1, y1, x2 - x1, y2 - y1)).copyTo(img(cv::Rect(x1, y1, x2 - x1, y2 - y1)));
   labels = std::move(out);
 }

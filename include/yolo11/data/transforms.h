@@ -57,7 +57,8 @@ std::vector<Box> letterbox_boxes_from_xywhn(const std::vector<Box>& xywhn, int w
 /// hue[x] = floor-mod(x + 180·r0, 180), sat[x] = clip(x·(1 + r1), 0, 255) with sat[0] = 0,
 /// val[x] = clip(x·(1 + r2), 0, 255); float64, truncated to uint8.
 cv::Mat hsv_luts(double r0, double r1, double r2);
-/// Applies RandomHSV in place (BGR → HSV (OpenCV 8-bit) → LUTs → BGR). No-op when r = (0, 0, 0).
+/// Applies RandomHSV (BGR → HSV (OpenCV 8-bit) → LUTs → BGR); `img` is replaced by a new buffer (never written
+/// through, so it may share pixels with a cache). No-op when r = (0, 0, 0).
 void apply_hsv(cv::Mat& img, double r0, double r1, double r2);
 
 // ---- random perspective ---------------------------------------------------------------------------------------
