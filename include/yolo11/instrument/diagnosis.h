@@ -30,6 +30,7 @@ struct AdviceContext {
   bool amp = true;
   int cores = 1;
   std::string device = "cpu";
+  bool sync = false;  ///< profiler sync mode (a device sync per stage inflates optimizer/sync time)
 };
 
 struct Diagnosis {

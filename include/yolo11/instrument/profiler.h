@@ -58,6 +58,9 @@ struct ProfilerOptions {
   int cuda_device = 0;       ///< device index for events, NVML and peak memory
   std::string run_dir;       ///< breakdown.csv, trace.json, summary.json go here; empty → no files
   double sample_hz = 10.0;   ///< sampler frequency (CPU %, RSS, GPU util/memory/clock/power)
+  /// Log each window line (and diagnosis changes) through spdlog::info. Set false when the trainer prints
+  /// take_window_line() itself.
+  bool log_lines = true;
   // Context for advice (the run's current settings, quoted back in advice text):
   int workers = 8;
   int64_t batch = 16;

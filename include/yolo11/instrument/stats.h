@@ -13,6 +13,7 @@ struct StageSummary {
   double total = 0;   ///< s, sum over the samples
   double mean = 0, p50 = 0, p95 = 0, max = 0;  ///< s per sample
   double share = 0;   ///< total / total step wall time (epoch-level stages: of the epoch wall time)
+  bool per_epoch = false;  ///< an epoch-level stage (val, checkpoint, log): share is of the epoch wall time
 };
 
 /// One window (log_every steps), epoch or run.
