@@ -543,7 +543,7 @@ void Profiler::finish() {
       j["trace"] = trace_path;
     }
     io::write_file_atomic(o.run_dir + "/summary.json", j.dump(2));
-    spdlog::info("instrument: run diagnosis: {}", d.to_string());
+    if (o.log_lines) spdlog::info("instrument: run diagnosis: {}", d.to_string());
   }
   if (m.csv.is_open()) m.csv.close();
 }
