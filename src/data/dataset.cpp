@@ -194,6 +194,8 @@ Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& inf
       if (fs::exists(npy_files_[i], ec)) continue;
       const cv::Mat img = read_image(im_files_[i]);
       try {
+        if (!dir_writable(fs::path(npy_files_[i]).parent_path().string()))
+          throw std::runtime_error("read-only image dir");
         save_npy(npy_files_[i], img);
       } catch (const std::exception&) {
         const char* e = std::getenv("YOLO11_CACHE_DIR");

@@ -11,7 +11,7 @@ namespace fs = std::filesystem;
 
 TEST(Dataset, Coco128SummaryCountsBackgroundsAndInstances) {
   const std::string root = yolo11::test::dataset_dir("coco128");
-  setenv("YOLO11_CACHE_DIR", yolo11::test::scratch_dir("coco128_cache").c_str(), 1);
+  setenv("YOLO11_CACHE_DIR", yolo11::test::scratch_dir("coco128_cache").c_str(), 1);  // shared/ is read-only
   DatasetInfo info;
   info.root = root;
   info.nc = 80;
