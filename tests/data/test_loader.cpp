@@ -8,6 +8,7 @@
 #include "yolo11/data/loader.h"
 
 using namespace yolo11::data;
+namespace fs = std::filesystem;
 
 namespace {
 std::shared_ptr<Dataset> coco8(bool train, int64_t imgsz = 320, bool rect = false, int64_t batch = 4) {
@@ -149,4 +150,35 @@ TEST(Loader, RectValidationBatchesUseStrideMultipleShapesAndRatioPad) {
       EXPECT_GE(rp[3], 0);
     }
   }
+}
+
+TEST(Loader, MultiScaleResizesToAStrideMultipleInRange) {
+  Rng rng(3);
+  const auto x = torch::rand({2, 3, 320, 256});
+  for (int i = 0; i < 20; ++i) {
+    const auto y = multi_scale(x, 320, 32, rng);
+    EXPECT_EQ(y.size(2) % 32, 0);
+    EXPECT_EQ(y.size(3) % 32, 0);
+    EXPECT_GE(y.size(2), 160);
+    EXPECT_LE(y.size(2), 512);
+  }
+}
+
+TEST(Loader, WorkerExceptionsReachTheConsumer) {
+  const fs::path d = yolo11::test::scratch_dir("loader_err");
+  setenv("YOLO11_CACHE_DIR", (d / "usercache").c_str(), 1);
+  const fs::path src = yolo11::test::dataset_dir("coco8");
+  fs::copy(src / "images" / "train", d / "images", fs::copy_options::recursive);
+  fs::copy(src / "labels" / "train", d / "labels", fs::copy_options::recursive);
+  DatasetInfo info;
+  info.nc = 80;
+  DatasetOptions o;
+  o.imgsz = 160;
+  o.buffer = 0;
+  auto ds = std::make_shared<Dataset>(std::vector<std::string>{(d / "images").string()}, info, o);
+  for (auto& e : fs::directory_iterator(d / "images")) fs::remove(e.path());  // images vanish after the scan
+  AugmentOptions aug;
+  aug.imgsz = 160;
+  Loader l(ds, aug, LoaderOptions{.batch = 2, .workers = 2});
+  EXPECT_THROW(l.next(), std::runtime_error);
 }
