@@ -194,6 +194,7 @@ Sample Sampler::sample_now() {
   Sample s;
   s.t_ns = now_ns();
   const double cpu = process_cpu_seconds();
+  s.cpu_s = cpu;
   s.rss_mb = process_rss_mb();
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -268,6 +269,10 @@ SampleAggregate Sampler::aggregate(int64_t t0_ns, int64_t t1_ns) const {
     return m;
   };
   a.cpu_percent = mean(&Sample::cpu_percent);
+  if (in.size() >= 2 && in.front()->cpu_s >= 0 && in.back()->cpu_s >= 0 && in.back()->t_ns > in.front()->t_ns) {
+    a.cpu_percent = 100.0 * (in.back()->cpu_s - in.front()->cpu_s) /
+                    (static_cast<double>(in.back()->t_ns - in.front()->t_ns) * 1e-9);
+  }
   a.gpu_util = mean(&Sample::gpu_util);
   a.sm_clock_mhz = mean(&Sample::sm_clock_mhz);
   a.power_w = mean(&Sample::power_w);
