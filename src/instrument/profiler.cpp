@@ -157,8 +157,9 @@ struct Profiler::Impl {
       if (s.count > 0 || i < kStepStages.size()) w.stages.push_back(s);
     }
     if (with_epoch_level) {
+      // val / checkpoint / log, and any stage opened outside a step (reported as its share of the epoch).
       for (size_t i = 0; i < names.size(); ++i) {
-        if (!per_epoch[i]) continue;
+        if (epoch_level[i].empty()) continue;
         StageSummary s;
         s.name = names[i];
         s.per_epoch = true;
