@@ -84,9 +84,10 @@ DetectionLoss::Output DetectionLoss::operator()(const std::vector<at::Tensor>& f
     feats_f.push_back(ff);
     flat.push_back(ff.view({bs, no, -1}));
   }
-  auto cat = torch::cat(flat, 2);                                               // (B, no, A)
-  auto pred_distri = cat.narrow(1, 0, 4 * reg_max_).permute({0, 2, 1}).contiguous();  // (B, A, 4·reg_max)
-  auto pred_scores = cat.narrow(1, 4 * reg_max_, nc_).permute({0, 2, 1}).contiguous();  // (B, A, nc)
+  // split (not narrow): its backward is one concatenation instead of two zero-filled full-size buffers.
+  auto parts = torch::cat(flat, 2).split_with_sizes({4 * reg_max_, nc_}, 1);     // (B, 64, A), (B, nc, A)
+  auto pred_distri = parts[0].permute({0, 2, 1}).contiguous();  // (B, A, 4·reg_max)
+  auto pred_scores = parts[1].permute({0, 2, 1}).contiguous();  // (B, A, nc)
   const int64_t na = pred_scores.size(1);
   const auto device = pred_scores.device();
 
@@ -105,9 +106,9 @@ DetectionLoss::Output DetectionLoss::operator()(const std::vector<at::Tensor>& f
                        targets.gt_bboxes, targets.mask_gt);
   auto target_scores_sum = asg.target_scores.sum().clamp_min(1.0);
 
-  auto loss_cls = torch::binary_cross_entropy_with_logits(pred_scores, asg.target_scores, {}, {},
-                                                          at::Reduction::None)
-                      .sum() / target_scores_sum;
+  // BCE-with-logits summed over anchors and classes: softplus(x) − x·t (same function as
+  // binary_cross_entropy_with_logits, in 3 passes instead of ~8; gradient sigmoid(x) − t).
+  auto loss_cls = (torch::softplus(pred_scores) - pred_scores * asg.target_scores).sum() / target_scores_sum;
 
   // Box and DFL terms: computed over all anchors with the per-anchor weight Σ_c target_scores, which is zero on
   // background anchors; this equals the reference's sum over foreground anchors without a host sync.
