@@ -129,16 +129,15 @@ Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at
   auto flat_idx = target_gt_idx + torch::arange(bs, target_gt_idx.options()).unsqueeze(-1) * nmax;
   auto target_labels = labels.flatten().index({flat_idx}).clamp_min(0);                // (B, A)
   auto target_bboxes = gt_bboxes.to(dtype).reshape({-1, 4}).index({flat_idx});       // (B, A, 4)
-  auto target_scores = torch::zeros({bs, na, num_classes_}, fopts)
-                           .scatter_(2, target_labels.clamp_max(num_classes_ - 1).unsqueeze(-1), 1.0)
-                           .masked_fill_(~fg_mask.unsqueeze(-1), 0);
 
-  // 6. Normalise by per-GT best overlap / best metric.
+  // 6. Normalise by per-GT best overlap / best metric; one-hot(label) × that value on foreground anchors.
   align_metric = align_metric * mask_pos;
   auto pos_align = align_metric.amax(-1, true);               // (B, M, 1)
   auto pos_overlaps = (overlaps * mask_pos).amax(-1, true);   // (B, M, 1)
-  auto norm = (align_metric * pos_overlaps / (pos_align + eps_)).amax(-2).unsqueeze(-1);  // (B, A, 1)
-  target_scores = target_scores * norm;
+  auto norm = (align_metric * pos_overlaps / (pos_align + eps_)).amax(-2);  // (B, A)
+  auto value = norm.masked_fill(~fg_mask, 0).to(pd_scores.scalar_type()).unsqueeze(-1);
+  auto target_scores = torch::zeros({bs, na, num_classes_}, fopts)
+                           .scatter_(2, target_labels.clamp_max(num_classes_ - 1).unsqueeze(-1), value);
   return {target_labels, target_bboxes, target_scores, fg_mask, target_gt_idx};
 }
 
