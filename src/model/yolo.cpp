@@ -100,6 +100,14 @@ std::string resolve_model_yaml(const std::string& path) {
                            in_models.string() + "); pass model=configs/models/yolo11.yaml");
 }
 
+void to_channels_last(torch::nn::Module& m) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : m.parameters())
+    if (p.dim() == 4) p.set_data(p.contiguous(torch::MemoryFormat::ChannelsLast));
+  for (auto& b : m.buffers())
+    if (b.dim() == 4) b.set_data(b.contiguous(torch::MemoryFormat::ChannelsLast));
+}
+
 YOLOImpl::YOLOImpl(const ModelOptions& o) : o_(o) {
   const std::string yaml = resolve_model_yaml(o.yaml);
   YAML::Node root;
@@ -265,7 +273,18 @@ YOLOImpl::YOLOImpl(const ModelOptions& o) : o_(o) {
   for (const auto f : layers_.back().from) save_[static_cast<size_t>(f)] = true;
 }
 
+void YOLOImpl::check_input(const torch::Tensor& x) const {
+  const int64_t s = strides().back();
+  if (x.dim() != 4 || x.size(1) != 3 || x.size(2) % s != 0 || x.size(3) % s != 0) {
+    std::ostringstream ss;
+    ss << "YOLO forward: input " << x.sizes() << " must be (B, 3, H, W) with H and W multiples of " << s
+       << " (letterbox / pad the images to a multiple of the max stride)";
+    throw std::invalid_argument(ss.str());
+  }
+}
+
 std::vector<torch::Tensor> YOLOImpl::forward_feats(const torch::Tensor& x) {
+  check_input(x);
   std::vector<torch::Tensor> outs(layers_.size());
   torch::Tensor cur = x;
   for (size_t i = 0; i + 1 < layers_.size(); ++i) {
@@ -282,6 +301,7 @@ std::vector<torch::Tensor> YOLOImpl::forward_feats(const torch::Tensor& x) {
 }
 
 std::vector<torch::Tensor> YOLOImpl::forward_layers(const torch::Tensor& x, const std::vector<int64_t>& keep) {
+  check_input(x);
   std::vector<torch::Tensor> outs(layers_.size());
   for (size_t i = 0; i + 1 < layers_.size(); ++i) {
     std::vector<torch::Tensor> in;

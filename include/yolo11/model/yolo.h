@@ -45,7 +45,8 @@ class YOLOImpl : public torch::nn::Module {
   explicit YOLOImpl(const ModelOptions& o);
 
   /// Raw per-level head outputs (B, 4·reg_max + nc, H/s, W/s) for s = 8, 16, 32 (golden train_feat/eval_feat
-  /// layout), what the loss consumes. x: (B, 3, H, W) float in [0, 1], H and W multiples of 32 (not checked).
+  /// layout), what the loss consumes. x: (B, 3, H, W) float in [0, 1], H and W multiples of 32 (else
+  /// std::invalid_argument naming the shape).
   std::vector<torch::Tensor> forward_feats(const torch::Tensor& x);
   /// Decoded (B, 4 + nc, A): cx, cy, w, h in input pixels + sigmoid class scores (golden eval_out).
   torch::Tensor decode(const std::vector<torch::Tensor>& feats) const;
@@ -82,6 +83,7 @@ class YOLOImpl : public torch::nn::Module {
   torch::nn::ModuleList model{nullptr};  // state_dict key: "model"
 
  private:
+  void check_input(const torch::Tensor& x) const;
   struct Layer {
     std::vector<int64_t> from;
     std::function<torch::Tensor(const std::vector<torch::Tensor>&)> fn;  // non-Detect layers
@@ -94,6 +96,10 @@ class YOLOImpl : public torch::nn::Module {
   bool fused_ = false;
 };
 TORCH_MODULE(YOLO);
+
+/// Converts every 4-D parameter and buffer of `m` to channels_last memory format in place (values unchanged;
+/// feed inputs with x.contiguous(torch::MemoryFormat::ChannelsLast)). Gradients follow the parameter layout.
+void to_channels_last(torch::nn::Module& m);
 
 /// Resolves a model YAML path: as given if it exists, else relative to the repository's configs/models (compile-time
 /// source dir) — so tests and apps find the default from any working directory. Throws when neither exists.
