@@ -6,7 +6,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <cctype>
 #include <iomanip>
+#include <optional>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -108,7 +111,33 @@ void to_channels_last(torch::nn::Module& m) {
     if (b.dim() == 4) b.set_data(b.contiguous(torch::MemoryFormat::ChannelsLast));
 }
 
-YOLOImpl::YOLOImpl(const ModelOptions& o) : o_(o) {
+std::optional<std::string> guess_model_scale(const std::string& path) {
+  static const std::regex re(R"(yolo[v]?\d+([nslmx])(?:[-_.].*)?$)", std::regex::icase);
+  std::smatch m;
+  const std::string name = fs::path(path).filename().string();
+  if (std::regex_match(name, m, re)) return std::string(1, static_cast<char>(std::tolower(m[1].str()[0])));
+  return std::nullopt;
+}
+
+namespace {
+/// Ultralytics' model-name convention: "yolo11n.yaml" means yolo11.yaml at scale n (the file with the scale
+/// letter usually does not exist). Returns the options with yaml/scale rewritten when that applies.
+ModelOptions unify_model_name(ModelOptions o) {
+  if (fs::exists(o.yaml)) return o;
+  const auto scale = guess_model_scale(o.yaml);
+  if (!scale) return o;
+  static const std::regex strip(R"((\d+)[nslmx]((?:[-_.].*)?)$)", std::regex::icase);
+  const fs::path p(o.yaml);
+  const std::string unified = (p.parent_path() / std::regex_replace(p.filename().string(), strip, "$1$2")).string();
+  if (*scale != o.scale) spdlog::info("model '{}': using {} with scale '{}' (was '{}')", o.yaml, unified, *scale, o.scale);
+  o.yaml = unified;
+  o.scale = *scale;
+  return o;
+}
+}  // namespace
+
+YOLOImpl::YOLOImpl(const ModelOptions& opts) : o_(unify_model_name(opts)) {
+  const ModelOptions& o = o_;
   const std::string yaml = resolve_model_yaml(o.yaml);
   YAML::Node root;
   try {

@@ -246,3 +246,16 @@ TEST(YOLO, InputNotAMultipleOfTheMaxStrideIsAClearError) {
   }
   EXPECT_THROW(m->forward_feats(torch::rand({1, 1, 64, 64})), std::invalid_argument);
 }
+
+TEST(YOLO, ModelNameWithScaleLetterSelectsTheScaleLikeUltralytics) {
+  EXPECT_EQ(model::guess_model_scale("yolo11n.yaml").value_or(""), "n");
+  EXPECT_EQ(model::guess_model_scale("configs/models/yolo11x.yaml").value_or(""), "x");
+  EXPECT_EQ(model::guess_model_scale("yolo11m.safetensors").value_or(""), "m");
+  EXPECT_FALSE(model::guess_model_scale("yolo11.yaml").has_value());
+  model::YOLO m(model::ModelOptions{"yolo11s.yaml", "n", 80, true});
+  EXPECT_EQ(m->options().scale, "s");
+  EXPECT_EQ(m->num_params(), 9458752);
+  const std::string table = m->table();
+  EXPECT_NE(table.find("C3k2"), std::string::npos) << table;
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 25) << table;  // header + 24 layers
+}
