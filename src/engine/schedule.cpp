@@ -47,6 +47,11 @@ Scheduler::Scheduler(torch::optim::Optimizer& opt, const SchedulerOptions& o) : 
   accumulate_ = initial_accumulate(o_.nbs, o_.batch);
 }
 
+void Scheduler::set_epochs(int64_t epochs) {
+  if (epochs < 1) throw std::runtime_error("Scheduler::set_epochs: epochs must be >= 1, got " + std::to_string(epochs));
+  o_.epochs = epochs;
+}
+
 double Scheduler::lf(int64_t epoch) const {
   const double e = static_cast<double>(epoch), n = static_cast<double>(o_.epochs);
   if (o_.cos_lr) {  // one_cycle(1, lrf, epochs)

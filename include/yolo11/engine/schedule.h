@@ -43,6 +43,9 @@ class Scheduler {
   /// True when ni − last_step ≥ accumulate; then records ni as the last step.
   bool should_step(int64_t ni);
 
+  /// Changes the number of epochs of lf (Ultralytics recomputes epochs when `time` is set).
+  void set_epochs(int64_t epochs);
+
   int64_t accumulate() const { return accumulate_; }
   int64_t warmup_iterations() const { return nw_; }  ///< nw, or −1 without warmup
   bool in_warmup(int64_t ni) const { return ni <= nw_; }
