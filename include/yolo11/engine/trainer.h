@@ -1,0 +1,28 @@
+#pragma once
+// engine::Trainer: the whole training run, top to bottom in src/engine/trainer.cpp (read it as the spec of a step).
+#include <string>
+
+#include "yolo11/config/train_config.h"
+
+namespace yolo11::engine {
+
+struct TrainSummary {
+  std::string run_dir;
+  int64_t epochs_done = 0;
+  double best_fitness = 0, final_map50 = 0, final_map50_95 = 0;
+  double seconds = 0;
+};
+
+class Trainer {
+ public:
+  /// Validates the config against the environment (dataset present, model YAML readable); throws
+  /// std::runtime_error with what to do otherwise.
+  explicit Trainer(config::TrainConfig cfg);
+  /// Runs every epoch: train, validate, log, checkpoint. Returns what the run achieved.
+  TrainSummary train();
+
+ private:
+  config::TrainConfig cfg_;
+};
+
+}  // namespace yolo11::engine
