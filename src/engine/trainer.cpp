@@ -22,7 +22,7 @@
 #include "yolo11/data/dataset.h"
 #include "yolo11/data/dataset_info.h"
 #include "yolo11/data/loader.h"
-// PLOTS #include "yolo11/data/plots.h"
+#include "yolo11/data/plots.h"
 #include "yolo11/engine/checkpoint.h"
 #include "yolo11/engine/ema.h"
 #include "yolo11/engine/optimizer.h"
@@ -222,7 +222,7 @@ TrainSummary Trainer::train() {
   vlo.batch = cfg.batch * 2;
   vlo.shuffle = false;
   auto val_loader = std::make_shared<data::Loader>(val_ds, val_aug, vlo);
-  if (cfg.plots) (void)0; // PLOTS data::plot_labels(*train_ds, run_dir + "/labels.jpg");
+  if (cfg.plots) data::plot_labels(*train_ds, run_dir + "/labels.jpg");
 
   // ---- model, loss ------------------------------------------------------------------------------------------
   model::ModelOptions mo;
@@ -404,7 +404,7 @@ TrainSummary Trainer::train() {
         spdlog::info("{}", *w);
       }
       if (epoch == start_epoch && i < 3 && cfg.plots)
-        (void)0; // PLOTS data::plot_images(*batch, names, fmt::format("{}/train_batch{}.jpg", run_dir, i));
+        data::plot_images(*batch, names, fmt::format("{}/train_batch{}.jpg", run_dir, i));
     }
     if (tty) std::fprintf(stdout, "\n");
     const double t_train = seconds_since(t_epoch);

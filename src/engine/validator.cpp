@@ -6,7 +6,7 @@
 
 #include <chrono>
 
-// PLOTS #include "yolo11/data/plots.h"
+#include "yolo11/data/plots.h"
 #include "yolo11/metrics/nms.h"
 
 namespace yolo11::engine {
@@ -69,10 +69,10 @@ ValResult Validator::run(model::YOLO& model, const loss::DetectionLoss* criterio
     }
     r.ms_postprocess += ms_since(t0);
     if (batches == 0 && opt_.plots && !opt_.save_dir.empty()) {
-      (void)0; // PLOTS data::plot_images(*b, names_, opt_.save_dir + "/val_batch0_labels.jpg");
+      data::plot_images(*b, names_, opt_.save_dir + "/val_batch0_labels.jpg");
       std::vector<at::Tensor> cpu_dets;
       for (const auto& d : dets) cpu_dets.push_back(d.to(torch::kCPU));
-      (void)0; // PLOTS data::plot_images(*b, names_, opt_.save_dir + "/val_batch0_pred.jpg", &cpu_dets);
+      data::plot_images(*b, names_, opt_.save_dir + "/val_batch0_pred.jpg", &cpu_dets);
     }
     r.images += b->size();
     ++batches;
