@@ -64,7 +64,12 @@ Loader::Loader(std::shared_ptr<Dataset> ds, AugmentOptions aug, LoaderOptions op
   }
   opt_.prefetch = std::max(1, opt_.prefetch);
   pin_ = opt_.pin_memory && torch::cuda::is_available();
-  for (int i = 0; i < std::max(0, opt_.workers); ++i) threads_.emplace_back([this] { worker_loop(); });
+  for (int i = 0; i < std::max(0, opt_.workers); ++i) {
+    threads_.emplace_back([this, i] {
+      instrument::name_this_thread(("loader " + std::to_string(i)).c_str());  // NVTX + trace.json track name
+      worker_loop();
+    });
+  }
 }
 
 Loader::~Loader() {
