@@ -194,6 +194,8 @@ Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& inf
       if (fs::exists(npy_files_[i], ec)) continue;
       const cv::Mat img = read_image(im_files_[i]);
       try {
+        if (!dir_writable(fs::path(npy_files_[i]).parent_path().string()))
+          throw std::runtime_error("read-only image dir");
         save_npy(npy_files_[i], img);
       } catch (const std::exception&) {
         const char* e = std::getenv("YOLO11_CACHE_DIR");
@@ -215,6 +217,11 @@ Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& inf
       spdlog::info("cache=disk: {} image dirs not writable, {} .npy files under the user cache dir", fallback, fallback);
   }
   cache_mode_ = mode;
+  if (cache_mode_ != "ram") {
+    const int64_t cap = opt.buffer < 0 ? std::min<int64_t>({static_cast<int64_t>(size()), 8 * std::max<int64_t>(1, opt.batch), 1000})
+                                       : opt.buffer;
+    buf_cap_ = static_cast<size_t>(std::max<int64_t>(0, cap));
+  }
 }
 
 std::string Dataset::npy_path(size_t i) const {
@@ -254,7 +261,28 @@ cv::Mat Dataset::load_uncached(size_t i) const {
 
 LoadedSample Dataset::load(size_t i) const {
   LoadedSample s;
-  s.img = ram_.empty() ? load_uncached(i) : ram_.at(i);
+  if (!ram_.empty()) {
+    s.img = ram_.at(i);
+  } else if (buf_cap_ == 0) {
+    s.img = load_uncached(i);
+  } else {
+    {
+      std::lock_guard<std::mutex> lk(buf_m_);
+      auto it = buf_.find(i);
+      if (it != buf_.end()) s.img = it->second;
+    }
+    if (s.img.empty()) {
+      s.img = load_uncached(i);  // decode outside the lock
+      std::lock_guard<std::mutex> lk(buf_m_);
+      if (buf_.emplace(i, s.img).second) {
+        buf_order_.push_back(i);
+        while (buf_order_.size() > buf_cap_) {
+          buf_.erase(buf_order_.front());
+          buf_order_.pop_front();
+        }
+      }
+    }
+  }
   s.xywhn = labels_.at(i).xywhn;
   s.cls = labels_.at(i).cls;
   return s;

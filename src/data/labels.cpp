@@ -19,6 +19,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include <unistd.h>
 #include <tuple>
 
 #include "yolo11/io/file.h"
@@ -281,6 +283,20 @@ ImageRecord verify_one(const std::string& im, int64_t nc) {
   return rec;
 }
 
+}  // namespace
+
+bool dir_writable(const std::string& dir) {
+  std::error_code ec;
+  const auto st = fs::status(dir, ec);
+  if (ec || !fs::is_directory(st)) return false;
+  // Mode bits first: a directory nobody may write to (e.g. the read-only ../shared mirror) is treated as read-only
+  // even for root, who would otherwise bypass the permissions and write into it.
+  const auto w = fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write;
+  if ((st.permissions() & w) == fs::perms::none) return false;
+  return ::access(dir.c_str(), W_OK) == 0;
+}
+
+namespace {
 std::string cache_path_for(const std::vector<std::string>& im_files, bool fallback) {
   const fs::path lab = fs::path(img2label_path(im_files.front())).parent_path();
   if (!fallback) return (lab.parent_path() / (lab.filename().string() + ".yolo11.cache")).string();
@@ -379,6 +395,8 @@ std::vector<ImageRecord> scan_images(const std::vector<std::string>& im_files, i
     for (const auto& r : recs) files.push_back(to_json(r, stamp(r.im_file, false), stamp(r.label_file, true)));
     const std::string bytes = nlohmann::json{{"version", kLabelParserVersion}, {"nc", nc}, {"files", files}}.dump();
     try {
+      if (!dir_writable(fs::path(primary).parent_path().string()))
+        throw std::runtime_error(fs::path(primary).parent_path().string() + " is read-only");
       io::write_file_atomic(primary, bytes);
       stats.cache_path = primary;
     } catch (const std::exception& e) {

@@ -104,18 +104,11 @@ void apply_hsv(cv::Mat& img, double r0, double r1, double r2) {
   const cv::Mat lut = hsv_luts(r0, r1, r2);
   cv::Mat hsv;
   cv::cvtColor(img, hsv, cv::COLOR_BGR2HSV);
-  // One pass over the pixels with the three tables (cheaper than split + 3 × LUT + merge).
-  const uint8_t* lh = lut.ptr<uint8_t>(0);
-  const uint8_t* ls = lut.ptr<uint8_t>(1);
-  const uint8_t* lv = lut.ptr<uint8_t>(2);
-  for (int y = 0; y < hsv.rows; ++y) {
-    uint8_t* p = hsv.ptr<uint8_t>(y);
-    for (int x = 0; x < hsv.cols; ++x, p += 3) {
-      p[0] = lh[p[0]];
-      p[1] = ls[p[1]];
-      p[2] = lv[p[2]];
-    }
-  }
+  // One cv::LUT pass with a 3-channel table (per-channel lookup).
+  cv::Mat lut3(1, 256, CV_8UC3);
+  for (int x = 0; x < 256; ++x)
+    lut3.at<cv::Vec3b>(0, x) = cv::Vec3b(lut.at<uint8_t>(0, x), lut.at<uint8_t>(1, x), lut.at<uint8_t>(2, x));
+  cv::LUT(hsv, lut3, hsv);
   cv::Mat out;  // a new buffer: `img` may share pixels with a cached image
   cv::cvtColor(hsv, out, cv::COLOR_HSV2BGR);
   img = out;
@@ -353,18 +346,10 @@ void hwc_bgr_to_chw_rgb(const cv::Mat& img, uint8_t* dst) {
   if (img.type() != CV_8UC3) throw std::runtime_error("hwc_bgr_to_chw_rgb: expected CV_8UC3");
   const int h = img.rows, w = img.cols;
   const size_t plane = static_cast<size_t>(h) * w;
-  uint8_t* r = dst;
-  uint8_t* g = dst + plane;
-  uint8_t* b = dst + 2 * plane;
-  for (int y = 0; y < h; ++y) {
-    const uint8_t* p = img.ptr<uint8_t>(y);
-    const size_t o = static_cast<size_t>(y) * w;
-    for (int x = 0; x < w; ++x) {
-      b[o + x] = p[3 * x + 0];
-      g[o + x] = p[3 * x + 1];
-      r[o + x] = p[3 * x + 2];
-    }
-  }
+  // cv::split (SIMD) straight into the three destination planes: B → plane 2, G → plane 1, R → plane 0.
+  std::vector<cv::Mat> planes{cv::Mat(h, w, CV_8UC1, dst + 2 * plane), cv::Mat(h, w, CV_8UC1, dst + plane),
+                              cv::Mat(h, w, CV_8UC1, dst)};
+  cv::split(img, planes);
 }
 
 }  // namespace yolo11::data

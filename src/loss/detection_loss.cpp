@@ -82,11 +82,13 @@ DetectionLoss::Output DetectionLoss::operator()(const std::vector<at::Tensor>& f
     }
     auto ff = f.to(torch::kFloat);
     feats_f.push_back(ff);
-    flat.push_back(ff.view({bs, no, -1}));
+    flat.push_back(ff.view({bs, no, -1}).transpose(1, 2));  // (B, H·W, no) view
   }
-  auto cat = torch::cat(flat, 2);                                               // (B, no, A)
-  auto pred_distri = cat.narrow(1, 0, 4 * reg_max_).permute({0, 2, 1}).contiguous();  // (B, A, 4·reg_max)
-  auto pred_scores = cat.narrow(1, 4 * reg_max_, nc_).permute({0, 2, 1}).contiguous();  // (B, A, nc)
+  // One copy into anchor-major layout, then split views (split's backward is a single concatenation; narrow's
+  // would zero-fill two full-size buffers).
+  auto parts = torch::cat(flat, 1).split_with_sizes({4 * reg_max_, nc_}, -1);
+  const auto& pred_distri = parts[0];  // (B, A, 4·reg_max) view, last dim contiguous
+  const auto& pred_scores = parts[1];  // (B, A, nc) view
   const int64_t na = pred_scores.size(1);
   const auto device = pred_scores.device();
 
@@ -105,28 +107,36 @@ DetectionLoss::Output DetectionLoss::operator()(const std::vector<at::Tensor>& f
                        targets.gt_bboxes, targets.mask_gt);
   auto target_scores_sum = asg.target_scores.sum().clamp_min(1.0);
 
-  auto loss_cls = torch::binary_cross_entropy_with_logits(pred_scores, asg.target_scores, {}, {},
-                                                          at::Reduction::None)
-                      .sum() / target_scores_sum;
+  // BCE-with-logits summed over anchors and classes: softplus(x) − x·t (same function as
+  // binary_cross_entropy_with_logits, in 3 passes instead of ~8; gradient sigmoid(x) − t).
+  auto loss_cls = (torch::softplus(pred_scores) - pred_scores * asg.target_scores).sum() / target_scores_sum;
 
-  // Box and DFL terms: computed over all anchors with the per-anchor weight Σ_c target_scores, which is zero on
-  // background anchors; this equals the reference's sum over foreground anchors without a host sync.
-  auto weight = asg.target_scores.sum(-1, true);  // (B, A, 1)
+  // Box and DFL terms on foreground anchors, weighted by Σ_c target_scores. On CUDA they are evaluated on every
+  // anchor (the weight is zero on background), which gives the same sums without the host sync of a boolean
+  // index; on the CPU only the foreground rows are gathered, as the reference does.
+  auto weight = asg.target_scores.sum(-1, true);           // (B, A, 1)
   auto target_bboxes = asg.target_bboxes / stride_tensor;  // grid units
-  auto iou = bbox_iou(pred_bboxes, target_bboxes, /*xywh=*/false, IouKind::CIoU);  // (B, A, 1)
-  auto loss_box = ((1.0 - iou) * weight).sum() / target_scores_sum;
+  const bool dense = dense_override_ ? *dense_override_ : pred_scores.is_cuda();
+  at::Tensor pb = pred_bboxes, tb = target_bboxes, w = weight, lg = logits, ap = anchor_points;
+  if (!dense) {
+    const auto& fg = asg.fg_mask;
+    pb = pred_bboxes.index({fg}), tb = target_bboxes.index({fg}), w = weight.index({fg}), lg = logits.index({fg});
+    ap = anchor_points.index_select(0, fg.nonzero().select(1, 1));
+  }
+  auto iou = bbox_iou(pb, tb, /*xywh=*/false, IouKind::CIoU);  // (..., 1)
+  auto loss_box = ((1.0 - iou) * w).sum() / target_scores_sum;
 
-  auto target_ltrb = bbox2dist(anchor_points, target_bboxes, static_cast<double>(reg_max_ - 1))
-                         .clamp(0, static_cast<double>(reg_max_ - 1) - 0.01);  // (B, A, 4)
+  auto target_ltrb = bbox2dist(ap, tb, static_cast<double>(reg_max_ - 1))
+                         .clamp(0, static_cast<double>(reg_max_ - 1) - 0.01);  // (..., 4)
   auto tl = target_ltrb.to(torch::kLong);
   auto tr = tl + 1;
   auto wl = tr.to(target_ltrb.scalar_type()) - target_ltrb;
   auto wr = 1 - wl;
-  auto logp = logits.log_softmax(3);  // (B, A, 4, reg_max)
-  auto ce_l = -logp.gather(3, tl.unsqueeze(-1)).squeeze(-1);
-  auto ce_r = -logp.gather(3, tr.unsqueeze(-1)).squeeze(-1);
-  auto dfl = (ce_l * wl + ce_r * wr).mean(-1, true);  // (B, A, 1)
-  auto loss_dfl = (dfl * weight).sum() / target_scores_sum;
+  auto logp = lg.log_softmax(-1);  // (..., 4, reg_max)
+  auto ce_l = -logp.gather(-1, tl.unsqueeze(-1)).squeeze(-1);
+  auto ce_r = -logp.gather(-1, tr.unsqueeze(-1)).squeeze(-1);
+  auto dfl = (ce_l * wl + ce_r * wr).mean(-1, true);  // (..., 1)
+  auto loss_dfl = (dfl * w).sum() / target_scores_sum;
 
   auto items_grad = torch::stack({loss_box * gains_.box, loss_cls * gains_.cls, loss_dfl * gains_.dfl});
   auto loss_vec = items_grad * static_cast<double>(bs);

@@ -77,22 +77,38 @@ Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at
   auto small = (wh < stride_[0]).to(dtype) * mgt;
   gxywh = torch::cat({gxywh.narrow(-1, 0, 2), torch::where(small.to(torch::kBool), torch::full_like(wh, stride_[1]), wh)},
                      -1);
-  auto gxyxy = xywh2xyxy(gxywh).view({-1, 1, 4});
-  auto lt = gxyxy.narrow(-1, 0, 2), rb = gxyxy.narrow(-1, 2, 2);
-  auto ctr = anc_points.to(dtype).unsqueeze(0);  // (1, A, 2)
-  auto deltas = torch::cat({ctr - lt, rb - ctr}, 2).view({bs, nmax, na, 4});
-  auto mask_in_gts = deltas.amin(3).gt(eps_).to(dtype);  // (B, M, A)
+  auto gxyxy = xywh2xyxy(gxywh).unsqueeze(2);  // (B, M, 1, 4)
+  auto ctr = anc_points.to(dtype);             // (A, 2)
+  auto cx = ctr.select(1, 0), cy = ctr.select(1, 1);
+  // min of the four distances (anchor − x1, anchor − y1, x2 − anchor, y2 − anchor) > eps, without a (B,M,A,4) cat
+  auto dmin = torch::minimum(torch::minimum(cx - gxyxy.select(-1, 0), cy - gxyxy.select(-1, 1)),
+                             torch::minimum(gxyxy.select(-1, 2) - cx, gxyxy.select(-1, 3) - cy));  // (B, M, A)
+  auto mask_in_gts = dmin.gt(eps_).to(dtype);
 
-  // 2. Alignment metric on candidate pairs.
+  // 2. Alignment metric on candidate pairs (CIoU and score only where needed; zero elsewhere).
   auto cand = (mask_in_gts * mgt).to(torch::kBool);  // (B, M, A)
-  auto scores_t = pd_scores.transpose(1, 2);                                  // (B, nc, A)
-  auto bbox_scores = scores_t.gather(1, labels.clamp(0, num_classes_ - 1).unsqueeze(-1).expand({bs, nmax, na}));
-  bbox_scores = bbox_scores.masked_fill(~cand, 0);
-  auto overlaps = bbox_iou(gt_bboxes.to(dtype).unsqueeze(2), pd_bboxes.unsqueeze(1), /*xywh=*/false, IouKind::CIoU)
-                      .squeeze(-1)
-                      .clamp_min(0)
-                      .masked_fill(~cand, 0);  // (B, M, A)
-  auto align_metric = bbox_scores.pow(alpha_) * overlaps.pow(beta_);
+  auto gtb = gt_bboxes.to(dtype);
+  at::Tensor overlaps, align_metric;
+  const bool dense = dense_override_ ? *dense_override_ : pd_scores.is_cuda();
+  if (dense) {  // no host sync: evaluate every pair, mask afterwards
+    auto scores_t = pd_scores.transpose(1, 2);  // (B, nc, A)
+    auto bbox_scores = scores_t.gather(1, labels.clamp(0, num_classes_ - 1).unsqueeze(-1).expand({bs, nmax, na}))
+                           .masked_fill(~cand, 0);
+    overlaps = bbox_iou(gtb.unsqueeze(2), pd_bboxes.unsqueeze(1), /*xywh=*/false, IouKind::CIoU)
+                   .squeeze(-1)
+                   .clamp_min(0)
+                   .masked_fill(~cand, 0);  // (B, M, A)
+    align_metric = bbox_scores.pow(alpha_) * overlaps.pow(beta_);
+  } else {  // candidates only (a few % of the pairs), as the reference does
+    auto idx = cand.nonzero();  // (K, 3): b, m, a
+    auto ib = idx.select(1, 0), im = idx.select(1, 1), ia = idx.select(1, 2);
+    auto ov = bbox_iou(gtb.index({ib, im}), pd_bboxes.index({ib, ia}), /*xywh=*/false, IouKind::CIoU)
+                  .squeeze(-1)
+                  .clamp_min(0);
+    auto sc = pd_scores.index({ib, ia, labels.index({ib, im}).clamp(0, num_classes_ - 1)});
+    overlaps = torch::zeros({bs, nmax, na}, pd_bboxes.options()).index_put_({ib, im, ia}, ov);
+    align_metric = torch::zeros({bs, nmax, na}, pd_scores.options()).index_put_({ib, im, ia}, sc.pow(alpha_) * ov.pow(beta_));
+  }
 
   // 3. Top-k anchors per GT (padding GTs select nothing), positives = top-k ∧ candidate ∧ valid.
   const int64_t k = std::min(topk_, na);
@@ -113,16 +129,15 @@ Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at
   auto flat_idx = target_gt_idx + torch::arange(bs, target_gt_idx.options()).unsqueeze(-1) * nmax;
   auto target_labels = labels.flatten().index({flat_idx}).clamp_min(0);                // (B, A)
   auto target_bboxes = gt_bboxes.to(dtype).reshape({-1, 4}).index({flat_idx});       // (B, A, 4)
-  auto target_scores = torch::zeros({bs, na, num_classes_}, fopts)
-                           .scatter_(2, target_labels.clamp_max(num_classes_ - 1).unsqueeze(-1), 1.0)
-                           .masked_fill_(~fg_mask.unsqueeze(-1), 0);
 
-  // 6. Normalise by per-GT best overlap / best metric.
+  // 6. Normalise by per-GT best overlap / best metric; one-hot(label) × that value on foreground anchors.
   align_metric = align_metric * mask_pos;
   auto pos_align = align_metric.amax(-1, true);               // (B, M, 1)
   auto pos_overlaps = (overlaps * mask_pos).amax(-1, true);   // (B, M, 1)
-  auto norm = (align_metric * pos_overlaps / (pos_align + eps_)).amax(-2).unsqueeze(-1);  // (B, A, 1)
-  target_scores = target_scores * norm;
+  auto norm = (align_metric * pos_overlaps / (pos_align + eps_)).amax(-2);  // (B, A)
+  auto value = norm.masked_fill(~fg_mask, 0).to(pd_scores.scalar_type()).unsqueeze(-1);
+  auto target_scores = torch::zeros({bs, na, num_classes_}, fopts)
+                           .scatter_(2, target_labels.clamp_max(num_classes_ - 1).unsqueeze(-1), value);
   return {target_labels, target_bboxes, target_scores, fg_mask, target_gt_idx};
 }
 

@@ -2,12 +2,16 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
+
+#include <opencv2/imgcodecs.hpp>
 
 #include "golden.h"
 #include "yolo11/data/loader.h"
 
 using namespace yolo11::data;
+namespace fs = std::filesystem;
 
 namespace {
 std::shared_ptr<Dataset> coco8(bool train, int64_t imgsz = 320, bool rect = false, int64_t batch = 4) {
@@ -149,4 +153,79 @@ TEST(Loader, RectValidationBatchesUseStrideMultipleShapesAndRatioPad) {
       EXPECT_GE(rp[3], 0);
     }
   }
+}
+
+TEST(Loader, MultiScaleResizesToAStrideMultipleInRange) {
+  Rng rng(3);
+  const auto x = torch::rand({2, 3, 320, 256});
+  for (int i = 0; i < 20; ++i) {
+    const auto y = multi_scale(x, 320, 32, rng);
+    EXPECT_EQ(y.size(2) % 32, 0);
+    EXPECT_EQ(y.size(3) % 32, 0);
+    EXPECT_GE(y.size(2), 160);
+    EXPECT_LE(y.size(2), 512);
+  }
+}
+
+TEST(Loader, WorkerExceptionsReachTheConsumer) {
+  const fs::path d = yolo11::test::scratch_dir("loader_err");
+  setenv("YOLO11_CACHE_DIR", (d / "usercache").c_str(), 1);
+  const fs::path src = yolo11::test::dataset_dir("coco8");
+  fs::copy(src / "images" / "train", d / "images", fs::copy_options::recursive);
+  fs::copy(src / "labels" / "train", d / "labels", fs::copy_options::recursive);
+  DatasetInfo info;
+  info.nc = 80;
+  DatasetOptions o;
+  o.imgsz = 160;
+  o.buffer = 0;
+  auto ds = std::make_shared<Dataset>(std::vector<std::string>{(d / "images").string()}, info, o);
+  for (auto& e : fs::directory_iterator(d / "images")) fs::remove(e.path());  // images vanish after the scan
+  AugmentOptions aug;
+  aug.imgsz = 160;
+  Loader l(ds, aug, LoaderOptions{.batch = 2, .workers = 2});
+  EXPECT_THROW(l.next(), std::runtime_error);
+}
+
+TEST(Loader, ValidationPathThroughDatasetAndLoaderMatchesGoldenA2AndC) {
+  // lb_input1 (333×500) written as a lossless PNG with the golden labels: the val loader must produce a2_out1 (in
+  // RGB CHW) and c_val_format_xywhn, with ratio_pad mapping back to the original image.
+  auto g = yolo11::test::load_golden("augment_cases.safetensors");
+  const fs::path d = yolo11::test::scratch_dir("val_golden");
+  setenv("YOLO11_CACHE_DIR", (d / "usercache").c_str(), 1);
+  fs::create_directories(d / "images");
+  fs::create_directories(d / "labels");
+  const auto in = g.at("lb_input1").contiguous();
+  cv::Mat m(333, 500, CV_8UC3, in.data_ptr<uint8_t>());
+  ASSERT_TRUE(cv::imwrite((d / "images" / "a.png").string(), m));
+  const auto xywhn = g.at("labels_xywhn").contiguous();
+  const auto cls = g.at("labels_cls").contiguous();
+  std::string txt;
+  char buf[160];
+  for (int64_t i = 0; i < xywhn.size(0); ++i) {
+    const float* r = xywhn[i].data_ptr<float>();
+    std::snprintf(buf, sizeof buf, "%lld %.9g %.9g %.9g %.9g\n", static_cast<long long>(cls[i][0].item<int64_t>()),
+                  r[0], r[1], r[2], r[3]);
+    txt += buf;
+  }
+  std::ofstream(d / "labels" / "a.txt") << txt;
+  DatasetInfo info;
+  info.nc = 80;
+  DatasetOptions o;
+  o.imgsz = 640;
+  auto ds = std::make_shared<Dataset>(std::vector<std::string>{(d / "images").string()}, info, o);
+  AugmentOptions aug;
+  aug.imgsz = 640;
+  aug.augment = false;
+  Loader l(ds, aug, LoaderOptions{.batch = 1, .workers = 1, .shuffle = false});
+  auto b = l.next();
+  ASSERT_TRUE(b);
+  const auto ref_chw_rgb = g.at("a2_out1").permute({2, 0, 1}).flip({0});
+  EXPECT_ALL_CLOSE(b->images[0], ref_chw_rgb, 0, 0);
+  EXPECT_ALL_CLOSE(b->bboxes, g.at("c_val_format_xywhn"), 0, 0);
+  EXPECT_EQ(b->ori_shapes[0], (std::array<int64_t, 2>{333, 500}));
+  EXPECT_EQ(b->resized_shapes[0], (std::array<int64_t, 2>{427, 640}));
+  EXPECT_NEAR(b->ratio_pad[0][0], 427.0 / 333, 1e-12);
+  EXPECT_NEAR(b->ratio_pad[0][1], 1.28, 1e-12);
+  EXPECT_EQ(b->ratio_pad[0][2], 0);
+  EXPECT_EQ(b->ratio_pad[0][3], 106);
 }

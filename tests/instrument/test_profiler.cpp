@@ -137,7 +137,10 @@ TEST(Profiler, EpochTableCsvAndSummaryJson) {
         std::this_thread::sleep_for(3ms);
       }
       { auto s = p.stage("checkpoint"); }
+      { auto s = p.stage("export"); }  // an unknown stage outside a step: reported per epoch
       const std::string table = p.end_epoch();
+      EXPECT_NE(table.find("export"), std::string::npos) << table;
+      EXPECT_NE(table.find("% of epoch"), std::string::npos) << table;
       EXPECT_NE(table.find("epoch " + std::to_string(e)), std::string::npos) << table;
       EXPECT_NE(table.find("% of step"), std::string::npos) << table;
       EXPECT_NE(table.find("val"), std::string::npos) << table;

@@ -55,12 +55,15 @@ WindowSummary example() {
 
 TEST(Stats, WindowLineHasTheSpecifiedFormat) {
   const std::string line = format_window_line(example());
-  EXPECT_EQ(line.rfind("dataloader: 0.214s (38%), h2d: 0.010s (2%), forward: 0.100s (18%)", 0), 0u) << line;
+  EXPECT_EQ(line.rfind("dataloader: 0.214s (38%), h2d: 0.0100s (2%), forward: 0.100s (18%)", 0), 0u) << line;
   EXPECT_NE(line.find("step: 0.560s, 28.6 img/s, data-wait 38%, GPU 54%"), std::string::npos) << line;
   WindowSummary cpu = example();
   cpu.gpu_util = -1;
   cpu.cpu_percent = 180;
   EXPECT_NE(format_window_line(cpu).find("GPU n/a, CPU 180%"), std::string::npos);
+  WindowSummary tiny = example();
+  tiny.stages[6].total = 10 * 0.0000123;  // ema 12.3 µs: still three digits, no exponent
+  EXPECT_NE(format_window_line(tiny).find("ema: 0.000012s"), std::string::npos) << format_window_line(tiny);
 }
 
 TEST(Stats, WindowLineRoundTripsThroughTheParser) {

@@ -131,3 +131,19 @@ TEST(DetectionLoss, RejectsWrongChannelCount) {
   EXPECT_THROW(crit(f, torch::zeros({0}, torch::kLong), torch::zeros({0}, torch::kLong), torch::zeros({0, 4})),
                std::runtime_error);
 }
+
+TEST_F(LossCaseFixture, DenseAndForegroundOnlyPathsAgree) {
+  for (const std::string c : {"A", "C"}) {
+    loss::DetectionLoss sparse(80), dense(80);
+    sparse.set_dense(false);
+    dense.set_dense(true);
+    auto fs = leaf_feats(), fd = leaf_feats();
+    auto os = sparse(fs, t("case" + c + "_batch_idx"), t("case" + c + "_cls"), t("case" + c + "_bboxes"));
+    auto od = dense(fd, t("case" + c + "_batch_idx"), t("case" + c + "_cls"), t("case" + c + "_bboxes"));
+    EXPECT_ALL_CLOSE(od.loss_vec, t("case" + c + "_loss_vec"), 0, 1e-5) << c;
+    EXPECT_ALL_CLOSE(os.loss_vec, od.loss_vec, 0, 1e-6) << c;
+    os.total.backward();
+    od.total.backward();
+    for (int l = 0; l < 3; ++l) EXPECT_ALL_CLOSE(fs[l].grad(), fd[l].grad(), 1e-7, 1e-5) << c << " level " << l;
+  }
+}

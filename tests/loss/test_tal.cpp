@@ -21,6 +21,23 @@ TEST(TaskAlignedAssigner, MatchesGoldenTalCases) {
   EXPECT_ALL_CLOSE(out.target_scores, g.at("target_scores"), 1e-6, 1e-5);
 }
 
+TEST(TaskAlignedAssigner, DenseAndCandidateOnlyPathsAgree) {
+  auto g = test::load_golden("tal_cases.safetensors");
+  loss::TaskAlignedAssigner sparse(10, 80), dense(10, 80);
+  sparse.set_dense(false);
+  dense.set_dense(true);
+  auto a = sparse(g.at("pd_scores"), g.at("pd_bboxes"), g.at("anc_points"), g.at("gt_labels"), g.at("gt_bboxes"),
+                  g.at("mask_gt"));
+  auto b = dense(g.at("pd_scores"), g.at("pd_bboxes"), g.at("anc_points"), g.at("gt_labels"), g.at("gt_bboxes"),
+                 g.at("mask_gt"));
+  EXPECT_TRUE(a.fg_mask.equal(b.fg_mask));
+  EXPECT_TRUE(a.target_gt_idx.equal(b.target_gt_idx));
+  EXPECT_TRUE(a.target_labels.equal(b.target_labels));
+  EXPECT_TRUE(a.target_bboxes.equal(b.target_bboxes));
+  EXPECT_TRUE(a.target_scores.equal(b.target_scores));
+  EXPECT_ALL_CLOSE(b.target_scores, g.at("target_scores"), 1e-6, 1e-5);
+}
+
 TEST(TaskAlignedAssigner, NoGroundTruthGivesBackground) {
   loss::TaskAlignedAssigner tal(10, 3);
   auto scores = torch::rand({2, 21, 3});

@@ -3,7 +3,10 @@
 // (long side → imgsz) and, for rect validation, the aspect-ratio order and per-batch shapes.
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -26,6 +29,9 @@ struct DatasetOptions {
   double pad = 0.5;              ///< rect padding (Ultralytics: 0.5 for val)
   bool require_instances = false;  ///< true for train: a split without any instance is an error
   int threads = 0;               ///< scan / cache threads (0 = hardware concurrency)
+  /// In-memory buffer of recently loaded (resized) images, as Ultralytics' `buffer`: mosaic partners are then
+  /// mostly served without decoding. −1 = min(N, 8·batch, 1000); 0 = off. Pixels are identical either way.
+  int64_t buffer = -1;
 };
 
 /// Labels of one image after scanning: normalized xywh (of the original image) + class ids.
@@ -85,6 +91,11 @@ class Dataset {
   std::string cache_mode_ = "false";
   std::vector<cv::Mat> ram_;            // cache=ram
   std::vector<std::string> npy_files_;  // cache=disk
+  // recently loaded images (FIFO), guarded by buf_m_
+  size_t buf_cap_ = 0;
+  mutable std::mutex buf_m_;
+  mutable std::unordered_map<size_t, cv::Mat> buf_;
+  mutable std::deque<size_t> buf_order_;
 };
 
 /// Writes / reads a HWC uint8 image as a NumPy .npy file (v1.0, '|u1', C order, shape (h, w, 3)).

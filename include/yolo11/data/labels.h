@@ -82,6 +82,10 @@ struct ScanStats {
 std::vector<ImageRecord> scan_images(const std::vector<std::string>& im_files, int64_t nc, ScanStats& stats,
                                      int threads = 0);
 
+/// True when `dir` is a directory we may write to: some write permission bit set (checked even for root, so a
+/// read-only mirror such as ../shared is never written) and access(W_OK) succeeds.
+bool dir_writable(const std::string& dir);
+
 /// Scan parser version (bumped whenever the parsing rules change; part of the cache key).
 constexpr int kLabelParserVersion = 1;
 

@@ -5,6 +5,7 @@
 #include <ATen/Tensor.h>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "yolo11/loss/tal.h"
@@ -57,6 +58,13 @@ class DetectionLoss {
   Output operator()(const std::vector<at::Tensor>& feats, const at::Tensor& batch_idx, const at::Tensor& cls,
                     const at::Tensor& bboxes, Diagnostics* diag = nullptr) const;
 
+  /// Box/DFL (and assigner pair) evaluation: dense over all anchors (no host sync; default on CUDA) or only
+  /// foreground rows / candidate pairs (default on CPU). Same values; nullopt restores the default.
+  void set_dense(std::optional<bool> dense) {
+    dense_override_ = dense;
+    assigner_.set_dense(dense);
+  }
+
   int64_t nc() const { return nc_; }
   int64_t reg_max() const { return reg_max_; }
   const LossGains& gains() const { return gains_; }
@@ -67,6 +75,7 @@ class DetectionLoss {
   int64_t reg_max_;
   LossGains gains_;
   TaskAlignedAssigner assigner_;
+  std::optional<bool> dense_override_;
 };
 
 }  // namespace yolo11::loss

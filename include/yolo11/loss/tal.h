@@ -5,6 +5,7 @@
 #include <ATen/Tensor.h>
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,10 @@ class TaskAlignedAssigner {
   Assignment operator()(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes, const at::Tensor& anc_points,
                         const at::Tensor& gt_labels, const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const;
 
+  /// Pair evaluation strategy: dense (every GT × anchor pair, no host sync; default on CUDA) or candidates only
+  /// (default on CPU, much less work). Both give identical results; nullopt restores the default.
+  void set_dense(std::optional<bool> dense) { dense_override_ = dense; }
+
   int64_t topk() const { return topk_; }
   int64_t num_classes() const { return num_classes_; }
 
@@ -56,6 +61,7 @@ class TaskAlignedAssigner {
   double alpha_, beta_;
   std::vector<double> stride_;
   double eps_;
+  std::optional<bool> dense_override_;
 };
 
 }  // namespace yolo11::loss
