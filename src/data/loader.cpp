@@ -123,6 +123,20 @@ size_t Loader::queue_depth() const {
   return n;
 }
 
+at::Tensor Loader::acquire_images(int64_t B, int64_t H, int64_t W) const {
+  if (pin_) return torch::empty({B, 3, H, W}, torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true));
+  const std::vector<int64_t> want{B, 3, H, W};
+  {
+    std::lock_guard<std::mutex> lk(pool_m_);
+    for (const auto& t : pool_)
+      if (t.storage().use_count() == 1 && t.sizes() == want) return t;  // copied under the lock
+  }
+  at::Tensor t = torch::empty(want, torch::kUInt8);
+  std::lock_guard<std::mutex> lk(pool_m_);
+  if (pool_.size() < static_cast<size_t>(opt_.prefetch + std::max(1, opt_.workers) + 2)) pool_.push_back(t);
+  return t;
+}
+
 Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
                           const std::vector<int64_t>& order) const {
   cv::setNumThreads(0);
@@ -149,10 +163,8 @@ Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
   }
   instrument::ScopedRange r("collate");
   const int64_t H = samples[0].img.rows, W = samples[0].img.cols;
-  auto opts = torch::TensorOptions().dtype(torch::kUInt8);
-  if (pin_) opts = opts.pinned_memory(true);
   Batch out;
-  out.images = torch::empty({B, 3, H, W}, opts);
+  out.images = acquire_images(B, H, W);
   int64_t nt = 0;
   for (const auto& s : samples) nt += static_cast<int64_t>(s.cls.size());
   out.batch_idx = torch::empty({nt}, torch::kLong);
