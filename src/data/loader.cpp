@@ -56,6 +56,9 @@ Loader::Loader(std::shared_ptr<Dataset> ds, AugmentOptions aug, LoaderOptions op
     throw std::runtime_error("Loader: augment imgsz " + std::to_string(aug_.imgsz) + " differs from the dataset's " +
                              std::to_string(ds_->options().imgsz));
   if (ds_->options().rect) {
+    if (opt_.world > 1)
+      throw std::runtime_error("Loader: rect batches cannot be sharded (world " + std::to_string(opt_.world) +
+                               "); validate on one rank as Ultralytics does, or build the dataset with rect=false");
     if (opt_.shuffle) spdlog::warn("Loader: rect=True is incompatible with shuffle; shuffle disabled");
     opt_.shuffle = false;
     if (ds_->options().batch != opt_.batch)
@@ -129,7 +132,8 @@ at::Tensor Loader::acquire_images(int64_t B, int64_t H, int64_t W) const {
   {
     std::lock_guard<std::mutex> lk(pool_m_);
     for (const auto& t : pool_)
-      if (t.storage().use_count() == 1 && t.sizes() == want) return t;  // copied under the lock
+      // free = no other handle to this TensorImpl and no view sharing its storage
+      if (t.use_count() == 1 && t.storage().use_count() == 1 && t.sizes() == want) return t;  // copy under the lock
   }
   at::Tensor t = torch::empty(want, torch::kUInt8);
   std::lock_guard<std::mutex> lk(pool_m_);
