@@ -1,22 +1,37 @@
-// Minimal ScopedRange: NVTX push/pop only (the instrument area extends it with trace events and levels).
+// ScopedRange: NVTX push/pop in domain "yolo11" plus, while a trace is recording, a complete event.
 #include "yolo11/instrument/range.h"
 
-#ifdef YOLO11_HAS_NVTX
-#include <nvtx3/nvToolsExt.h>
-#endif
+#include <atomic>
+#include <string>
+
+#include "nvtx.h"
+#include "yolo11/instrument/trace.h"
 
 namespace yolo11::instrument {
 
-ScopedRange::ScopedRange(const char* name) : name_(name), active_(true), start_ns_(0) {
-#ifdef YOLO11_HAS_NVTX
-  nvtxRangePushA(name_);
-#endif
+namespace {
+std::atomic<bool> g_ranges_enabled{true};
+}
+
+void set_ranges_enabled(bool enabled) { g_ranges_enabled.store(enabled, std::memory_order_relaxed); }
+bool ranges_enabled() { return g_ranges_enabled.load(std::memory_order_relaxed); }
+
+ScopedRange::ScopedRange(const char* name)
+    : name_(name), active_(g_ranges_enabled.load(std::memory_order_relaxed)), start_ns_(0) {
+  if (!active_) return;
+  nvtx::push(name_);
+  if (trace::recording()) start_ns_ = now_ns();
 }
 
 ScopedRange::~ScopedRange() {
-#ifdef YOLO11_HAS_NVTX
-  if (active_) nvtxRangePop();
-#endif
+  if (!active_) return;
+  if (start_ns_ != 0) trace::complete(name_, start_ns_, now_ns());
+  nvtx::pop();
+}
+
+void name_this_thread(const char* name) {
+  nvtx::name_thread(name);
+  trace::set_thread_name(name);
 }
 
 }  // namespace yolo11::instrument

@@ -1,8 +1,10 @@
 #pragma once
-// The one way code marks a stage: an RAII range that is an NVTX range (domain "yolo11") and, when tracing
-// is on, a Chrome-trace event on the calling thread. Costs a branch when instrumentation is off.
+// The one way code marks a stage: an RAII range that is an NVTX range (domain "yolo11") and, while a trace is
+// recording, a Chrome-trace event on the calling thread. Costs a branch when instrumentation is off.
 // Stage names are shared by NVTX, timers, trace and logs: dataloader, h2d, forward, loss, backward,
 // optimizer, ema, val, checkpoint, log; loader threads: load, mosaic, augment, collate.
+// Safe from any thread. ScopedRange is not a timer for the step breakdown: the trainer's stages go through
+// Profiler::stage (profiler.h), which adds timing; loader threads use ScopedRange directly.
 
 namespace yolo11::instrument {
 
@@ -19,5 +21,14 @@ class ScopedRange {
   bool active_;
   long long start_ns_;
 };
+
+/// Names the calling thread in NVTX (nvtxNameOsThread) and in trace.json (thread track name), e.g.
+/// "loader 3". Loader workers call it once at start; unnamed threads appear under their OS name.
+void name_this_thread(const char* name);
+
+/// Process-wide switch for ScopedRange (default on). Profiler sets it from its level (off → false), so
+/// level=off makes every ScopedRange a single relaxed load and branch.
+void set_ranges_enabled(bool enabled);
+bool ranges_enabled();
 
 }  // namespace yolo11::instrument

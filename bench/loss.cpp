@@ -1,0 +1,165 @@
+// Benchmark: TaskAlignedAssigner + DetectionLoss cost for one training batch, as a fraction of the yolo11n
+// forward + backward of the same batch. Targets are the first `batch` coco128 label files (≈7 boxes/image).
+//
+//   yolo11-bench-loss [--batch 16] [--imgsz 640] [--iters 5] [--model-iters 2] [--no-model] [--device cpu|cuda]
+//                     [--labels <dir of YOLO .txt labels>] [--yaml configs/models/yolo11.yaml]
+//
+// Prints median wall times (ms) of: loss forward (assigner + loss), loss forward + backward to the feature maps,
+// model forward + backward (with the loss), and the loss share of the step.
+#include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "yolo11/loss/detection_loss.h"
+#include "yolo11/model/yolo.h"
+
+namespace fs = std::filesystem;
+using yolo11::loss::DetectionLoss;
+
+namespace {
+
+struct Targets {
+  at::Tensor batch_idx, cls, bboxes;
+};
+
+Targets load_labels(const std::string& dir, int64_t batch) {
+  std::vector<std::string> files;
+  if (fs::is_directory(dir))
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".txt") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  std::vector<int64_t> bi, cl;
+  std::vector<float> bx;
+  for (int64_t b = 0; b < batch; ++b) {
+    if (files.empty()) {  // no dataset: 7 random boxes per image
+      auto r = torch::rand({7, 4});
+      for (int i = 0; i < 7; ++i) {
+        bi.push_back(b), cl.push_back(static_cast<int64_t>(i * 11 % 80));
+        const float w = 0.05f + 0.4f * r[i][2].item<float>(), h = 0.05f + 0.4f * r[i][3].item<float>();
+        bx.insert(bx.end(), {0.25f + 0.5f * r[i][0].item<float>(), 0.25f + 0.5f * r[i][1].item<float>(), w, h});
+      }
+      continue;
+    }
+    std::ifstream in(files[b % files.size()]);
+    int64_t c;
+    float x, y, w, h;
+    while (in >> c >> x >> y >> w >> h) bi.push_back(b), cl.push_back(c), bx.insert(bx.end(), {x, y, w, h});
+  }
+  const auto n = static_cast<int64_t>(bi.size());
+  return {torch::tensor(bi, torch::kLong), torch::tensor(cl, torch::kLong), torch::tensor(bx).view({n, 4})};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+template <class F>
+std::vector<double> time_ms(int iters, const at::Device& dev, F&& f) {
+  std::vector<double> out;
+  for (int i = 0; i < iters; ++i) {
+    if (dev.is_cuda()) torch::cuda::synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    if (dev.is_cuda()) torch::cuda::synchronize();
+    out.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t batch = 16, imgsz = 640;
+  int iters = 5, model_iters = 2;
+  bool with_model = true;
+  std::string profile;  // --profile <trace.json>: legacy autograd profiler trace of one loss fwd+bwd
+  std::string device = "cpu", labels = "../shared/datasets/coco128/labels/train2017", yaml = "configs/models/yolo11.yaml";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::runtime_error("missing value after " + a);
+      return argv[++i];
+    };
+    if (a == "--batch") batch = std::stoll(next());
+    else if (a == "--imgsz") imgsz = std::stoll(next());
+    else if (a == "--iters") iters = std::stoi(next());
+    else if (a == "--model-iters") model_iters = std::stoi(next());
+    else if (a == "--no-model") with_model = false;
+    else if (a == "--device") device = next();
+    else if (a == "--labels") labels = next();
+    else if (a == "--yaml") yaml = next();
+    else if (a == "--profile") profile = next();
+    else {
+      std::cerr << "unknown argument " << a << "\n";
+      return 2;
+    }
+  }
+  const at::Device dev(device);
+  torch::manual_seed(0);
+  const auto t = load_labels(labels, batch);
+  std::printf("batch %lld, imgsz %lld, %lld targets (%.1f / image), device %s, %d threads\n",
+              static_cast<long long>(batch), static_cast<long long>(imgsz), static_cast<long long>(t.cls.numel()),
+              static_cast<double>(t.cls.numel()) / batch, device.c_str(), at::get_num_threads());
+
+  DetectionLoss crit(80);
+  std::vector<at::Tensor> feats;
+  for (int64_t s : {8, 16, 32})
+    feats.push_back((torch::randn({batch, 64 + 80, imgsz / s, imgsz / s}) * 2 - 1).to(dev).requires_grad_(true));
+  // Warm-up (also captures the assigner inputs), then timed.
+  DetectionLoss::Diagnostics diag;
+  crit(feats, t.batch_idx, t.cls, t.bboxes, &diag).total.backward();
+  std::printf("max boxes in one image (M)          : %9lld\n", static_cast<long long>(diag.targets.gt_bboxes.size(1)));
+  {
+    yolo11::loss::TaskAlignedAssigner tal(10, 80);
+    std::vector<at::Tensor> f0;
+    for (auto& f : feats) f0.push_back(f.detach());
+    auto [anc, st] = yolo11::loss::make_anchors(f0, {8, 16, 32});
+    auto scores = torch::cat({f0[0].flatten(2), f0[1].flatten(2), f0[2].flatten(2)}, 2)
+                      .narrow(1, 64, 80).transpose(1, 2).sigmoid().contiguous();
+    const auto ta = time_ms(iters, dev, [&] {
+      tal(scores, diag.pd_bboxes, anc * st, diag.targets.gt_labels, diag.targets.gt_bboxes, diag.targets.mask_gt);
+    });
+    std::printf("assigner alone                      : %9.2f ms\n", median(ta));
+  }
+  const auto fwd = time_ms(iters, dev, [&] {
+    torch::NoGradGuard ng;
+    crit(feats, t.batch_idx, t.cls, t.bboxes);
+  });
+  const auto fwdbwd = time_ms(iters, dev, [&] { crit(feats, t.batch_idx, t.cls, t.bboxes).total.backward(); });
+  std::printf("loss forward (assigner + loss)      : %9.2f ms (median of %d)\n", median(fwd), iters);
+  std::printf("loss forward + backward             : %9.2f ms\n", median(fwdbwd));
+  if (!profile.empty()) {
+    torch::autograd::profiler::RecordProfile guard(profile);
+    crit(feats, t.batch_idx, t.cls, t.bboxes).total.backward();
+  }
+
+  if (with_model) {
+    yolo11::model::ModelOptions mo;
+    mo.yaml = yaml;
+    yolo11::model::YOLO model(mo);
+    model->to(dev);
+    model->train();
+    auto img = torch::rand({batch, 3, imgsz, imgsz}).to(dev);
+    auto step = [&] {
+      auto f = model->forward_feats(img);
+      crit(f, t.batch_idx, t.cls, t.bboxes).total.backward();
+      model->zero_grad();
+    };
+    step();
+    const auto full = time_ms(model_iters, dev, step);
+    const double share = median(fwdbwd) / median(full);
+    std::printf("yolo11n forward + loss + backward   : %9.2f ms (median of %d)\n", median(full), model_iters);
+    std::printf("loss (fwd+bwd) share of the step    : %9.2f %%\n", 100 * share);
+  }
+  return 0;
+}

@@ -1,0 +1,82 @@
+#pragma once
+// The one place that hides LibTorch 1.13 vs 2.x and CPU vs CUDA differences (DESIGN.md "Two LibTorch
+// generations"): device sync, peak allocator memory, CUDA event timing, Nsight capture control, autocast.
+// Every function works (as a no-op / "n/a") in CPU-only builds; CUDA code lives in src/instrument/compat.cpp
+// behind YOLO11_HAS_CUDA, so no CUDA header leaks here.
+#include <c10/core/DeviceType.h>
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+namespace yolo11::compat {
+
+/// True when this build's LibTorch has CUDA (YOLO11_HAS_CUDA).
+bool built_with_cuda();
+/// True when CUDA is built in and at least one device is visible.
+bool cuda_available();
+/// Waits for all work on `device` (CUDA index); no-op without CUDA.
+void synchronize(int device = 0);
+
+/// Caching-allocator peak of allocated bytes on `device` since the last reset; −1 without CUDA.
+int64_t peak_memory_allocated(int device = 0);
+/// Currently allocated bytes on `device`; −1 without CUDA.
+int64_t memory_allocated(int device = 0);
+/// Resets the allocator's peak statistics; no-op without CUDA.
+void reset_peak_memory(int device = 0);
+
+/// Pool of CUDA start/end event pairs recorded on the current stream of one device; durations are read
+/// later without a device-wide sync (query) or with a wait on just that event (wait). Without CUDA every
+/// call is a no-op and `acquire` returns −1.
+class EventTimer {
+ public:
+  explicit EventTimer(int device = 0);
+  ~EventTimer();
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  /// Records a start event on the current stream; returns a slot (−1 without CUDA).
+  int start();
+  /// Records the end event of `slot` on the current stream.
+  void stop(int slot);
+  /// Milliseconds between start and end of `slot` if the end event has completed (no blocking), else nullopt.
+  std::optional<double> query(int slot);
+  /// Milliseconds between start and end of `slot`, waiting for the end event (not the whole device).
+  double wait(int slot);
+  /// Returns `slot` to the pool.
+  void release(int slot);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Nsight Systems capture range: cuProfilerStart / cuProfilerStop from libcuda (dlopen, no link dependency).
+/// Returns false (and does nothing) in CPU builds or when the driver library is absent.
+bool profiler_start();
+bool profiler_stop();
+
+/// Autocast switches of either LibTorch generation (1.13: set_enabled / set_cpu_enabled / set_autocast_*_dtype;
+/// 2.4+: device-typed set_autocast_enabled / set_autocast_dtype).
+void set_autocast_enabled(c10::DeviceType device, bool enabled);
+bool is_autocast_enabled(c10::DeviceType device);
+void set_autocast_dtype(c10::DeviceType device, c10::ScalarType dtype);
+
+/// RAII autocast region (like torch.autocast): enables autocast for `device` with `dtype`, restores the
+/// previous state and clears the autocast cache on exit when the outermost region closes. `enabled=false`
+/// does nothing.
+class AutocastGuard {
+ public:
+  AutocastGuard(c10::DeviceType device, bool enabled, c10::ScalarType dtype = c10::ScalarType::Half);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  c10::DeviceType device_;
+  bool enabled_;
+  bool prev_enabled_ = false;
+  c10::ScalarType prev_dtype_ = c10::ScalarType::Half;
+};
+
+}  // namespace yolo11::compat

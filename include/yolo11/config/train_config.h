@@ -1,0 +1,116 @@
+#pragma once
+// TrainConfig: every training hyperparameter and run setting, typed, with Ultralytics key names.
+// Sources merge in the order configs/default.yaml -> --cfg FILE -> key=value overrides; every value is
+// validated (type, range, allowed set) and errors name the key, the source (file:line or "command line"),
+// the bad value and what is allowed.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace yolo11::config {
+
+/// A half-open step range "START:STOP" (steps START..STOP-1). Empty when not set.
+struct StepRange {
+  int64_t start = -1, stop = -1;
+  bool empty() const { return start < 0; }
+  bool contains(int64_t step) const { return !empty() && step >= start && step < stop; }
+  std::string str() const;  ///< "START:STOP" or "".
+};
+
+struct TrainConfig {
+  // --- task / mode ---
+  std::string task = "detect";  ///< only "detect"
+  std::string mode = "train";   ///< train | val
+  // --- train settings (Ultralytics names and defaults) ---
+  std::string model;                 ///< model YAML path
+  std::string data;                  ///< dataset YAML path
+  int64_t epochs = 100;
+  std::optional<double> time;        ///< max hours; overrides epochs when set
+  int64_t patience = 100;
+  int64_t batch = 16;
+  int64_t imgsz = 640;               ///< pixels, multiple of 32
+  bool save = true;
+  int64_t save_period = -1;
+  std::string cache = "false";       ///< "false" | "ram" | "disk" (true is stored as "ram")
+  std::string device;                ///< "" | "cpu" | "0" | "cuda:0" | "0,1"
+  int64_t workers = 8;
+  std::string project;               ///< "" → runs/train
+  std::string name;                  ///< "" → train
+  bool exist_ok = false;
+  std::string pretrained = "true";   ///< "true" | "false" | weights path
+  std::string optimizer = "auto";    ///< SGD | Adam | AdamW | auto
+  bool verbose = true;
+  int64_t seed = 0;
+  bool deterministic = true;
+  bool single_cls = false;
+  bool rect = false;
+  bool cos_lr = false;
+  int64_t close_mosaic = 10;
+  std::string resume = "false";      ///< "false" | "true" | path of a run dir / checkpoint
+  bool amp = true;
+  double fraction = 1.0;
+  bool profile = false;
+  std::vector<int64_t> freeze;       ///< layer indices to freeze (int N in YAML → 0..N-1)
+  double multi_scale = 0.0;
+  // --- val ---
+  bool val = true;
+  std::string split = "val";
+  bool save_json = false;
+  std::optional<double> conf;
+  double iou = 0.7;
+  int64_t max_det = 300;
+  bool half = false;
+  bool plots = true;
+  // --- hyperparameters ---
+  double lr0 = 0.01, lrf = 0.01, momentum = 0.937, weight_decay = 0.0005;
+  double warmup_epochs = 3.0, warmup_momentum = 0.8, warmup_bias_lr = 0.1;
+  double box = 7.5, cls = 0.5, dfl = 1.5;
+  int64_t nbs = 64;
+  double hsv_h = 0.015, hsv_s = 0.7, hsv_v = 0.4;
+  double degrees = 0.0, translate = 0.1, scale = 0.5, shear = 0.0, perspective = 0.0;  ///< scale: aug gain
+  double flipud = 0.0, fliplr = 0.5, bgr = 0.0;
+  double mosaic = 1.0, mixup = 0.0, cutmix = 0.0, copy_paste = 0.0;
+  // --- ours ---
+  std::string model_scale;           ///< n|s|m|l|x; after load() always resolved (from the model name or "n")
+  int64_t threads = 0;               ///< intra-op threads, 0 = all cores
+  std::string instrument = "basic";  ///< off | basic | full
+  int64_t log_every = 10;
+  StepRange trace_steps;
+  StepRange profile_steps;
+  bool sync = false;
+  std::string datasets_dir = "datasets";
+
+  /// Loads default.yaml (see default_config_path()), then `cfg_file` (if not empty), then `overrides`
+  /// ("key=value", Ultralytics CLI form; "cfg=FILE" is accepted as an alternative to `cfg_file`).
+  /// Throws std::runtime_error naming key, source, bad value and allowed values/range.
+  static TrainConfig load(const std::string& cfg_file, const std::vector<std::string>& overrides,
+                          const std::string& default_yaml = "");
+  /// Resume: loads default.yaml → `args_yaml` (the run's saved args.yaml) → overrides; only run-control keys
+  /// (resume_overridable_keys()) may be overridden, anything else throws naming the key.
+  static TrainConfig load_for_resume(const std::string& args_yaml, const std::vector<std::string>& overrides,
+                                     const std::string& default_yaml = "");
+  /// All resolved values as YAML ("key: value" lines in default.yaml order), loadable by load().
+  std::string to_yaml() const;
+  /// Writes to_yaml() to <run_dir>/args.yaml atomically.
+  void save_args(const std::string& run_dir) const;
+  /// Value of one key as it would appear in to_yaml() (throws for an unknown key, with a suggestion).
+  std::string get(const std::string& key) const;
+};
+
+/// default.yaml path: `explicit_path` if given, else env YOLO11_DEFAULT_CFG, else <source dir>/configs/default.yaml.
+std::string default_config_path(const std::string& explicit_path = "");
+/// Every key TrainConfig knows, in default.yaml order.
+const std::vector<std::string>& config_keys();
+/// Keys that may differ from the saved args when resuming (epochs, time, patience, device, workers, batch, ...).
+const std::vector<std::string>& resume_overridable_keys();
+/// Throws std::runtime_error listing every key that differs between `saved` and `requested` and is not
+/// resume-overridable (name, saved value, requested value).
+void check_resume_compatible(const TrainConfig& saved, const TrainConfig& requested);
+
+/// Creates and returns the run directory `<project>/<name>` (project "" → "runs/train", name "" → "train"),
+/// with a `weights/` subfolder. Without exist_ok an existing name is incremented like Ultralytics:
+/// train, train2, train3, ... Throws std::runtime_error when the directory cannot be created.
+std::string make_run_dir(const std::string& project, const std::string& name, bool exist_ok);
+
+}  // namespace yolo11::config

@@ -1,0 +1,65 @@
+#pragma once
+// Training checkpoints: weights/<stem>.safetensors (EMA weights under the reference state_dict keys, loadable by
+// Python's safetensors.torch.load_file) + weights/<stem>.state.safetensors (raw model weights, optimizer and
+// scaler state, RNG, args, results so far). Both carry the same checkpoint id; a pair whose ids differ, a missing,
+// empty or truncated file, or NaN/Inf weights make the checkpoint unusable and the loader falls back to
+// last.prev.*. Format: docs/recipe.md.
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace yolo11::engine {
+
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+struct Checkpoint {
+  int64_t epoch = -1;                 ///< last completed epoch, 0-based (resume starts at epoch + 1)
+  double best_fitness = 0.0;          ///< best fitness (mAP50-95) so far
+  NamedTensors model;                 ///< raw training weights: state_dict entries incl. BN buffers
+  NamedTensors ema;                   ///< EMA weights, same keys (what best/last hold for inference)
+  int64_t ema_updates = 0;
+  std::string optimizer;              ///< save_optimizer_state() bytes (LibTorch archive); may be empty
+  NamedTensors scaler;                ///< AMP GradScaler state, e.g. {"scale", "growth_tracker"}; empty without AMP
+  std::string args_yaml;              ///< config::TrainConfig::to_yaml()
+  std::string results_csv;            ///< results.csv text so far
+  at::Tensor rng_cpu;                 ///< capture_rng_state() (uint8); undefined = not saved
+  std::map<std::string, std::string> extra;  ///< free-form strings (data-loader RNG states, train time, ...)
+  std::string path;                   ///< file it was loaded from (set by the loader)
+};
+
+/// Writes <weights_dir>/last.* (the previous last.* renamed to last.prev.* first), and also best.* when
+/// `is_best`, and epoch<epoch>.* when `epoch_copy`. Each file is written atomically (temp + fsync + rename).
+/// Returns false without writing anything (and logs a warning naming the tensor) when any floating-point
+/// weight of `model` or `ema` is NaN/Inf. Throws std::runtime_error on I/O errors.
+bool save_checkpoint(const std::string& weights_dir, const Checkpoint& ckpt, bool is_best, bool epoch_copy);
+
+/// Reads the pair <weights_dir>/<stem>.safetensors + <stem>.state.safetensors. When it is unusable (missing,
+/// empty, truncated, ids differ, NaN weights) logs a warning naming the file and the defect and, for
+/// stem "last", tries last.prev.*. Returns nullopt when nothing usable is found.
+std::optional<Checkpoint> load_checkpoint(const std::string& weights_dir, const std::string& stem = "last");
+
+/// Reads one pair given the weights file path (<x>.safetensors; the state file is <x>.state.safetensors).
+/// Throws std::runtime_error naming the file and the defect. With `weights_only` the state file is not needed.
+Checkpoint read_checkpoint(const std::string& weights_file, bool weights_only = false);
+
+/// Optimizer state as bytes (torch::serialize::OutputArchive) and back (same parameter layout required).
+std::string save_optimizer_state(const torch::optim::Optimizer& opt);
+void load_optimizer_state(torch::optim::Optimizer& opt, const std::string& bytes);
+
+/// The default CPU generator state (uint8 tensor) and its restoration.
+at::Tensor capture_rng_state();
+void restore_rng_state(const at::Tensor& state);
+
+/// Ultralytics rule for epoch copies: save_period > 0 and epoch % save_period == 0 (epoch 0-based).
+inline bool save_period_due(int64_t epoch, int64_t save_period) { return save_period > 0 && epoch % save_period == 0; }
+
+}  // namespace yolo11::engine

@@ -1,0 +1,49 @@
+#pragma once
+// Bottleneck diagnosis from a window's stage shares, data-wait tail and GPU utilisation, with advice that
+// names the current settings and a concrete change. Thresholds are relative (see docs/instrument.md).
+#include <cstdint>
+#include <string>
+
+namespace yolo11::instrument {
+
+struct WindowSummary;
+
+enum class Bottleneck { balanced, data, compute, optimizer_sync };
+const char* to_string(Bottleneck b);  ///< "balanced" | "data-bound" | "compute-bound" | "optimizer/sync-bound"
+
+/// Relative thresholds; shares are fractions of the mean step wall time.
+struct DiagnosisThresholds {
+  double data_share = 0.25;       ///< data wait ≥ this share → data-bound
+  double data_tail_share = 0.10;  ///< ... or data wait ≥ this share and p95/p50 of data wait ≥ data_tail
+  double data_tail = 3.0;
+  double optimizer_share = 0.30;  ///< h2d + optimizer + ema ≥ this share → optimizer/sync-bound
+  double compute_share = 0.70;    ///< forward + loss + backward ≥ this share → compute-bound ...
+  double gpu_busy = 80.0;         ///< ... on GPU also when util ≥ this % (below it: under-filled GPU)
+};
+
+/// The settings the advice quotes back.
+struct AdviceContext {
+  int workers = 8;
+  int64_t batch = 16;
+  int64_t imgsz = 640;
+  std::string cache = "False";
+  bool amp = true;
+  int cores = 1;
+  std::string device = "cpu";
+  bool sync = false;  ///< profiler sync mode (a device sync per stage inflates optimizer/sync time)
+};
+
+struct Diagnosis {
+  Bottleneck bottleneck = Bottleneck::balanced;
+  std::string reason;  ///< measured evidence, e.g. "data wait 72% of step, p95/p50 3.1, GPU 41%"
+  std::string advice;  ///< concrete change naming current settings; empty when balanced
+  double data_share = 0, data_tail = 0, compute_share = 0, optimizer_share = 0;
+  double gpu_util = -1;  ///< −1 = n/a
+  /// "data-bound: data wait 72% of step, p95/p50 3.1: workers=2 on 16 cores → try workers=8, cache=ram"
+  std::string to_string() const;
+};
+
+/// Pure function of the window; deterministic (unit-tested on synthetic windows).
+Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const DiagnosisThresholds& t = {});
+
+}  // namespace yolo11::instrument

@@ -1,0 +1,146 @@
+#pragma once
+// The training loop's one handle on instrumentation: stage timers (monotonic wall time on CPU, CUDA events on
+// GPU), NVTX ranges (domain "yolo11"), Chrome trace events, a utilisation sampler, per-window log lines, an
+// epoch summary table, breakdown.csv, trace.json, summary.json, and a bottleneck diagnosis with advice.
+//
+// Use (engine::Trainer):
+//   instrument::Profiler prof(opts);                  // starts the sampler thread unless level == off
+//   prof.begin_epoch(epoch);                          // NVTX range "epoch N"
+//   for (...) {
+//     prof.begin_step(step);                          // NVTX range "step N" (step = global step index)
+//     { auto s = prof.stage("dataloader"); batch = loader.next(); }
+//     { auto s = prof.stage("h2d"); ... }  // forward, loss, backward, optimizer, ema
+//     prof.end_step(batch.size());                    // every log_every steps: spdlog::info(window line)
+//   }
+//   spdlog::info("\n{}", prof.end_epoch());           // table; rows also appended to breakdown.csv
+//   prof.finish();                                    // summary.json, trace.json; stops the sampler
+//
+// Stage names (shared by NVTX, timers, trace, logs): see kStepStages / kEpochStages / kLoaderStages.
+// Threading: begin_*/end_*/stage/finish are called from the trainer thread only; set_queue_depth and
+// ScopedRange (range.h) from any thread.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "yolo11/instrument/diagnosis.h"
+#include "yolo11/instrument/stats.h"
+
+namespace yolo11::instrument {
+
+/// off: nothing (a branch per call); basic: timers, NVTX, sampler, log lines, breakdown.csv, summary.json;
+/// full: basic + trace.json (Chrome trace events for `trace_steps`, default steps 5:25).
+enum class Level { off, basic, full };
+/// "off" | "basic" | "full" (also "false"/"true"/"0"/"1"); throws std::runtime_error naming the accepted values.
+Level parse_level(const std::string& s);
+const char* to_string(Level level);
+
+/// Stages timed inside a step, in log/table order.
+inline constexpr std::array<const char*, 7> kStepStages = {"dataloader", "h2d",       "forward", "loss",
+                                                           "backward",   "optimizer", "ema"};
+/// Stages outside the step loop (per epoch).
+inline constexpr std::array<const char*, 3> kEpochStages = {"val", "checkpoint", "log"};
+/// Ranges opened by loader worker threads through ScopedRange.
+inline constexpr std::array<const char*, 4> kLoaderStages = {"load", "mosaic", "augment", "collate"};
+
+struct ProfilerOptions {
+  Level level = Level::basic;
+  int64_t log_every = 10;  ///< steps per window (log line, breakdown.csv rows, window diagnosis); ≥ 1
+  /// Chrome-trace step range [first, last) recorded when level == full; nullopt → steps 5:25.
+  std::optional<std::pair<int64_t, int64_t>> trace_steps;
+  /// Nsight capture range [first, last): cudaProfilerStart at begin_step(first), Stop at begin_step(last)
+  /// (or finish). CUDA builds only; elsewhere logged once and ignored.
+  std::optional<std::pair<int64_t, int64_t>> profile_steps;
+  bool sync = false;  ///< CUDA: synchronize the device at every stage end (exact attribution, slower)
+  bool cuda = false;  ///< training on a CUDA device: time GPU stages with CUDA events on the current stream
+  int cuda_device = 0;       ///< device index for events, NVML and peak memory
+  std::string run_dir;       ///< breakdown.csv, trace.json, summary.json go here; empty → no files
+  double sample_hz = 10.0;   ///< sampler frequency (CPU %, RSS, GPU util/memory/clock/power)
+  /// Log each window line (and diagnosis changes) through spdlog::info. Set false when the trainer prints
+  /// take_window_line() itself.
+  bool log_lines = true;
+  // Context for advice (the run's current settings, quoted back in advice text):
+  int workers = 8;
+  int64_t batch = 16;
+  int64_t imgsz = 640;
+  std::string cache = "False";  ///< "False" | "ram" | "disk"
+  bool amp = true;
+  int cores = 0;             ///< 0 → std::thread::hardware_concurrency()
+  std::string device = "cpu";
+  DiagnosisThresholds thresholds;
+};
+
+class Profiler;
+
+/// RAII stage timer returned by Profiler::stage(): NVTX push/pop + timer (+ CUDA events) + trace event.
+/// Move-only; ends at destruction or at stop(), whichever is first. Empty (free) when level == off.
+class Stage {
+ public:
+  Stage() = default;
+  Stage(Stage&& o) noexcept;
+  Stage& operator=(Stage&&) = delete;
+  Stage(const Stage&) = delete;
+  Stage& operator=(const Stage&) = delete;
+  ~Stage() { stop(); }
+  /// Ends the stage now (idempotent).
+  void stop() {
+    if (prof_ != nullptr) end();
+  }
+
+ private:
+  friend class Profiler;
+  void end();
+  Profiler* prof_ = nullptr;
+  int index_ = -1;         // stage index inside the profiler
+  int64_t start_ns_ = 0;   // steady clock
+  int event_slot_ = -1;    // CUDA event pair, −1 without CUDA timing
+};
+
+class Profiler {
+ public:
+  /// Starts the sampler thread unless level == off; creates run_dir if needed. Throws std::runtime_error
+  /// for invalid options (log_every < 1, empty/inverted ranges).
+  explicit Profiler(ProfilerOptions opts);
+  ~Profiler();  ///< calls finish() if it was not called
+  Profiler(const Profiler&) = delete;
+  Profiler& operator=(const Profiler&) = delete;
+
+  void begin_epoch(int64_t epoch);  ///< opens NVTX range "epoch N" (closed by end_epoch)
+  void begin_step(int64_t step);    ///< opens NVTX push range "step N" (closed by end_step)
+  /// Starts a named stage; `name` must be a string literal (or outlive the profiler). Unknown names are
+  /// accepted and reported after the known ones. Call from the trainer thread.
+  [[nodiscard]] Stage stage(const char* name);
+  /// Closes the step: `images` = images in this step's batch. Every log_every steps, closes the window:
+  /// logs the window line via spdlog::info, appends breakdown.csv rows, runs the window diagnosis.
+  void end_step(int64_t images);
+  /// The last window line not yet taken (one per window), e.g.
+  /// "dataloader: 0.214s (38%), h2d: ... step: 0.560s, 28.6 img/s, data-wait 38%, GPU 54%".
+  std::optional<std::string> take_window_line();
+  void set_queue_depth(size_t depth);  ///< loader prefetch queue depth (trace counter); any thread
+  /// Closes the epoch (flushes a partial window); returns the table (stage, mean, p50, p95, max, % of step)
+  /// with the epoch's diagnosis; rows also appended to breakdown.csv (kind "epoch").
+  std::string end_epoch();
+  /// Writes summary.json (whole run: stages, throughput, utilisation, peak memory, diagnosis) and trace.json
+  /// (level full), stops the sampler. Idempotent.
+  void finish();
+  /// Diagnosis over the last closed window (over the run so far if no window closed yet).
+  Diagnosis diagnose() const;
+
+  /// Stats of the last closed window / of the whole run so far (for tests and the trainer's results).
+  const WindowSummary& last_window() const;
+  WindowSummary run_summary() const;
+  const ProfilerOptions& options() const;
+  bool enabled() const { return enabled_; }
+
+  struct Impl;
+
+ private:
+  friend class Stage;
+  void end_stage(Stage& s);
+  bool enabled_ = false;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace yolo11::instrument

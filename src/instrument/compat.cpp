@@ -1,0 +1,245 @@
+// LibTorch 1.13 / 2.x and CPU / CUDA differences, kept out of every other file (include/yolo11/compat.h).
+#include "yolo11/compat.h"
+
+#include <ATen/autocast_mode.h>
+#include <dlfcn.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#ifdef YOLO11_HAS_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+// 2.4 introduced the device-typed autocast API (set_autocast_enabled(device, on), set_autocast_dtype(...)).
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define YOLO11_AUTOCAST_DEVICE_TYPED 1
+#endif
+
+namespace yolo11::compat {
+
+bool built_with_cuda() {
+#ifdef YOLO11_HAS_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool cuda_available() {
+#ifdef YOLO11_HAS_CUDA
+  return torch::cuda::is_available();
+#else
+  return false;
+#endif
+}
+
+void synchronize(int device) {
+#ifdef YOLO11_HAS_CUDA
+  if (torch::cuda::is_available()) torch::cuda::synchronize(device);
+#else
+  (void)device;
+#endif
+}
+
+int64_t peak_memory_allocated(int device) {
+#ifdef YOLO11_HAS_CUDA
+  if (!torch::cuda::is_available()) return -1;
+  // allocated_bytes[0] is StatType::AGGREGATE in every generation (the enum moved namespaces in 2.5).
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
+  return stats.allocated_bytes[0].peak;
+#else
+  (void)device;
+  return -1;
+#endif
+}
+
+int64_t memory_allocated(int device) {
+#ifdef YOLO11_HAS_CUDA
+  if (!torch::cuda::is_available()) return -1;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
+  return stats.allocated_bytes[0].current;
+#else
+  (void)device;
+  return -1;
+#endif
+}
+
+void reset_peak_memory(int device) {
+#ifdef YOLO11_HAS_CUDA
+  if (torch::cuda::is_available())
+    c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device));
+#else
+  (void)device;
+#endif
+}
+
+// ---- EventTimer ----------------------------------------------------------------------------------------------
+struct EventTimer::Impl {
+  int device = 0;
+#ifdef YOLO11_HAS_CUDA
+  struct Pair {
+    at::cuda::CUDAEvent start{cudaEventDefault};  // timing enabled (CUDAEvent's default disables it)
+    at::cuda::CUDAEvent end{cudaEventDefault};
+  };
+  std::vector<std::unique_ptr<Pair>> pairs;
+  std::vector<int> free_slots;
+#endif
+};
+
+EventTimer::EventTimer(int device) : impl_(std::make_unique<Impl>()) { impl_->device = device; }
+EventTimer::~EventTimer() = default;
+
+int EventTimer::start() {
+#ifdef YOLO11_HAS_CUDA
+  Impl& m = *impl_;
+  int slot;
+  if (!m.free_slots.empty()) {
+    slot = m.free_slots.back();
+    m.free_slots.pop_back();
+  } else {
+    slot = static_cast<int>(m.pairs.size());
+    m.pairs.push_back(std::make_unique<Impl::Pair>());
+  }
+  m.pairs[slot]->start.record(at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(m.device)));
+  return slot;
+#else
+  return -1;
+#endif
+}
+
+void EventTimer::stop(int slot) {
+#ifdef YOLO11_HAS_CUDA
+  if (slot < 0) return;
+  impl_->pairs.at(slot)->end.record(at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(impl_->device)));
+#else
+  (void)slot;
+#endif
+}
+
+std::optional<double> EventTimer::query(int slot) {
+#ifdef YOLO11_HAS_CUDA
+  if (slot < 0) return std::nullopt;
+  auto& p = *impl_->pairs.at(slot);
+  if (!p.end.query()) return std::nullopt;
+  return static_cast<double>(p.start.elapsed_time(p.end));
+#else
+  (void)slot;
+  return std::nullopt;
+#endif
+}
+
+double EventTimer::wait(int slot) {
+#ifdef YOLO11_HAS_CUDA
+  if (slot < 0) return 0;
+  auto& p = *impl_->pairs.at(slot);
+  p.end.synchronize();
+  return static_cast<double>(p.start.elapsed_time(p.end));
+#else
+  (void)slot;
+  return 0;
+#endif
+}
+
+void EventTimer::release(int slot) {
+#ifdef YOLO11_HAS_CUDA
+  if (slot >= 0) impl_->free_slots.push_back(slot);
+#else
+  (void)slot;
+#endif
+}
+
+// ---- Nsight capture range --------------------------------------------------------------------------------------
+namespace {
+using CuProfilerFn = int (*)();
+bool call_cuda_profiler(const char* symbol) {
+#ifdef YOLO11_HAS_CUDA
+  static void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (lib == nullptr) return false;
+  auto fn = reinterpret_cast<CuProfilerFn>(dlsym(lib, symbol));
+  return fn != nullptr && fn() == 0;
+#else
+  (void)symbol;
+  return false;
+#endif
+}
+}  // namespace
+
+bool profiler_start() { return call_cuda_profiler("cuProfilerStart"); }
+bool profiler_stop() { return call_cuda_profiler("cuProfilerStop"); }
+
+// ---- autocast -----------------------------------------------------------------------------------------------------
+void set_autocast_enabled(c10::DeviceType device, bool enabled) {
+#ifdef YOLO11_AUTOCAST_DEVICE_TYPED
+  at::autocast::set_autocast_enabled(device, enabled);
+#else
+  if (device == c10::DeviceType::CUDA) {
+    at::autocast::set_enabled(enabled);
+  } else if (device == c10::DeviceType::CPU) {
+    at::autocast::set_cpu_enabled(enabled);
+  } else {
+    throw std::runtime_error("compat::set_autocast_enabled: autocast on device type " +
+                             c10::DeviceTypeName(device) + " is not supported by LibTorch " TORCH_VERSION
+                             "; use cpu or cuda");
+  }
+#endif
+}
+
+bool is_autocast_enabled(c10::DeviceType device) {
+#ifdef YOLO11_AUTOCAST_DEVICE_TYPED
+  return at::autocast::is_autocast_enabled(device);
+#else
+  if (device == c10::DeviceType::CUDA) return at::autocast::is_enabled();
+  if (device == c10::DeviceType::CPU) return at::autocast::is_cpu_enabled();
+  return false;
+#endif
+}
+
+namespace {
+c10::ScalarType get_autocast_dtype(c10::DeviceType device) {
+#ifdef YOLO11_AUTOCAST_DEVICE_TYPED
+  return at::autocast::get_autocast_dtype(device);
+#else
+  return device == c10::DeviceType::CPU ? at::autocast::get_autocast_cpu_dtype()
+                                        : at::autocast::get_autocast_gpu_dtype();
+#endif
+}
+}  // namespace
+
+void set_autocast_dtype(c10::DeviceType device, c10::ScalarType dtype) {
+#ifdef YOLO11_AUTOCAST_DEVICE_TYPED
+  at::autocast::set_autocast_dtype(device, dtype);
+#else
+  if (device == c10::DeviceType::CPU) {
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  } else {
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  }
+#endif
+}
+
+AutocastGuard::AutocastGuard(c10::DeviceType device, bool enabled, c10::ScalarType dtype)
+    : device_(device), enabled_(enabled) {
+  if (!enabled_) return;
+  prev_enabled_ = is_autocast_enabled(device_);
+  prev_dtype_ = get_autocast_dtype(device_);
+  set_autocast_enabled(device_, true);
+  set_autocast_dtype(device_, dtype);
+  at::autocast::increment_nesting();
+}
+
+AutocastGuard::~AutocastGuard() {
+  if (!enabled_) return;
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  set_autocast_enabled(device_, prev_enabled_);
+  set_autocast_dtype(device_, prev_dtype_);
+}
+
+}  // namespace yolo11::compat

@@ -1,0 +1,130 @@
+// Bottleneck diagnosis: relative thresholds on stage shares, the data-wait tail and GPU utilisation.
+#include "yolo11/instrument/diagnosis.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "yolo11/instrument/stats.h"
+
+namespace yolo11::instrument {
+
+const char* to_string(Bottleneck b) {
+  switch (b) {
+    case Bottleneck::data: return "data-bound";
+    case Bottleneck::compute: return "compute-bound";
+    case Bottleneck::optimizer_sync: return "optimizer/sync-bound";
+    case Bottleneck::balanced: break;
+  }
+  return "balanced";
+}
+
+std::string Diagnosis::to_string() const {
+  std::string s = instrument::to_string(bottleneck);
+  if (!reason.empty()) s += ": " + reason;
+  if (!advice.empty()) s += ": " + advice;
+  return s;
+}
+
+namespace {
+
+constexpr double kTailFloorS = 1e-3;  // p50 below 1 ms counts as 1 ms, so near-zero waits give no huge tail
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
+  return out;
+}
+
+bool on_gpu(const AdviceContext& c) {
+  return c.device != "cpu" && c.device != "mps" && !c.device.empty();
+}
+
+std::string data_advice(const Diagnosis& d, const AdviceContext& c, const DiagnosisThresholds& t) {
+  std::vector<std::string> changes;
+  const int cores = std::max(1, c.cores);
+  const int more_workers = std::min(cores, std::max(2 * std::max(1, c.workers), 8));
+  std::string head;
+  if (more_workers > c.workers) {
+    head = fmt::format("workers={} on {} cores", c.workers, cores);
+    changes.push_back(fmt::format("workers={}", more_workers));
+  } else {
+    head = fmt::format("workers={} already uses the {} cores", c.workers, cores);
+  }
+  if (c.cache != "ram") {
+    head += fmt::format(", cache={}", c.cache);
+    changes.push_back("cache=ram");
+  }
+  if (changes.empty() || d.data_tail >= t.data_tail) {
+    // More workers/caching are exhausted (or waits are bursty): make each sample cheaper.
+    changes.push_back(fmt::format("imgsz={} → {} (fewer pixels to decode/augment)", c.imgsz,
+                                  std::max<int64_t>(32, (c.imgsz * 3 / 4) / 32 * 32)));
+  }
+  return head + " → try " + join(changes, ", ");
+}
+
+std::string compute_advice(const Diagnosis& d, const AdviceContext& c, const DiagnosisThresholds& t) {
+  std::vector<std::string> changes;
+  const bool gpu = on_gpu(c);
+  const int64_t smaller = std::max<int64_t>(32, (c.imgsz * 3 / 4) / 32 * 32);
+  if (gpu && d.gpu_util >= 0 && d.gpu_util < t.gpu_busy) {
+    // Compute stages dominate but the GPU idles between kernels: launches are too small.
+    changes.push_back(fmt::format("batch={} → {} (fills the GPU, fewer launches per image)", c.batch, 2 * c.batch));
+    if (!c.amp) changes.push_back("amp=False → amp=True");
+    return fmt::format("GPU only {:.0f}% busy → try ", d.gpu_util) + join(changes, ", ");
+  }
+  if (gpu && !c.amp) changes.push_back("amp=False → amp=True (tensor cores, about 2x)");
+  changes.push_back(fmt::format("imgsz={} → {} (about {:.0f}% fewer FLOPs, costs some mAP)", c.imgsz, smaller,
+                                100.0 * (1.0 - static_cast<double>(smaller * smaller) /
+                                                   static_cast<double>(c.imgsz * c.imgsz))));
+  if (!gpu) {
+    changes.push_back("a CUDA device (device=0)");
+    return fmt::format("device={} at batch={} is compute-limited → try ", c.device, c.batch) + join(changes, ", ");
+  }
+  changes.push_back(fmt::format("keep batch={} (larger batches do not raise img/s on a busy GPU)", c.batch));
+  return "the model saturates the GPU → try " + join(changes, ", ");
+}
+
+std::string optimizer_advice(const Diagnosis& d, const WindowSummary& w, const AdviceContext& c) {
+  std::vector<std::string> changes;
+  if (c.sync) changes.push_back("sync=True → sync=False (a device sync per stage inflates these stages)");
+  if (w.share("h2d") >= 0.10) changes.push_back("pinned, non_blocking host→device copies (h2d " +
+                                                fmt::format("{:.0f}%", 100.0 * w.share("h2d")) + ")");
+  changes.push_back(fmt::format("batch={} → {} (amortises the per-step optimizer/EMA cost over more images)", c.batch,
+                                2 * c.batch));
+  return "try " + join(changes, ", ");
+}
+
+}  // namespace
+
+Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const DiagnosisThresholds& t) {
+  Diagnosis d;
+  d.gpu_util = w.gpu_util;
+  d.data_share = w.share("dataloader");
+  if (const StageSummary* dl = w.find("dataloader")) d.data_tail = dl->p95 / std::max(dl->p50, kTailFloorS);
+  d.compute_share = w.share("forward") + w.share("loss") + w.share("backward");
+  d.optimizer_share = w.share("h2d") + w.share("optimizer") + w.share("ema");
+
+  std::string gpu = d.gpu_util >= 0 ? fmt::format(", GPU {:.0f}%", d.gpu_util) : std::string();
+  if (d.data_share >= t.data_share || (d.data_share >= t.data_tail_share && d.data_tail >= t.data_tail)) {
+    d.bottleneck = Bottleneck::data;
+    d.reason = fmt::format("data wait {:.0f}% of step, p95/p50 {:.1f}{}", 100.0 * d.data_share, d.data_tail, gpu);
+    d.advice = data_advice(d, ctx, t);
+  } else if (d.optimizer_share >= t.optimizer_share) {
+    d.bottleneck = Bottleneck::optimizer_sync;
+    d.reason = fmt::format("h2d+optimizer+ema {:.0f}% of step{}", 100.0 * d.optimizer_share, gpu);
+    d.advice = optimizer_advice(d, w, ctx);
+  } else if (d.compute_share >= t.compute_share) {
+    d.bottleneck = Bottleneck::compute;
+    d.reason = fmt::format("forward+loss+backward {:.0f}% of step{}", 100.0 * d.compute_share, gpu);
+    d.advice = compute_advice(d, ctx, t);
+  } else {
+    d.bottleneck = Bottleneck::balanced;
+    d.reason = fmt::format("data wait {:.0f}%, compute {:.0f}%, optimizer/sync {:.0f}% of step{}",
+                           100.0 * d.data_share, 100.0 * d.compute_share, 100.0 * d.optimizer_share, gpu);
+  }
+  return d;
+}
+
+}  // namespace yolo11::instrument

@@ -1,0 +1,582 @@
+// Profiler: stage timers, windows, epoch tables, breakdown.csv, summary.json, trace.json, Nsight capture range.
+#include "yolo11/instrument/profiler.h"
+
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "nvtx.h"
+#include "yolo11/compat.h"
+#include "yolo11/instrument/range.h"
+#include "yolo11/instrument/sampler.h"
+#include "yolo11/instrument/trace.h"
+#include "yolo11/io/file.h"
+
+namespace yolo11::instrument {
+
+Level parse_level(const std::string& s) {
+  if (s == "off" || s == "false" || s == "False" || s == "0") return Level::off;
+  if (s == "basic" || s == "true" || s == "True" || s == "1") return Level::basic;
+  if (s == "full") return Level::full;
+  throw std::runtime_error("instrument='" + s + "' is not a level; use instrument=off, basic or full");
+}
+
+const char* to_string(Level level) {
+  switch (level) {
+    case Level::off: return "off";
+    case Level::basic: return "basic";
+    case Level::full: return "full";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr std::pair<int64_t, int64_t> kDefaultTraceSteps{5, 25};
+
+// Samples of one window / epoch / run, per stage index.
+struct Accum {
+  int64_t epoch = -1, first_step = -1, last_step = -1, images = 0;
+  int64_t t0_ns = 0, t1_ns = 0;
+  std::vector<double> step;                // wall seconds per step
+  std::vector<std::vector<double>> stage;  // per stage: seconds per step in which it ran / per call (epoch-level)
+  void reset(size_t n_stages) {
+    *this = Accum();
+    stage.resize(n_stages);
+  }
+  int64_t steps() const { return static_cast<int64_t>(step.size()); }
+};
+
+// One step whose GPU-timed stages may still be in flight.
+struct StepRecord {
+  int64_t step = 0, images = 0;
+  double wall = 0;
+  std::vector<double> seconds;  // per stage, summed over calls in the step
+  std::vector<char> ran;
+  std::vector<std::pair<int, int>> pending;  // (stage index, event slot)
+};
+
+}  // namespace
+
+struct Profiler::Impl {
+  ProfilerOptions o;
+  AdviceContext ctx;
+  std::vector<const char*> names;  // stage index → name (known stages first)
+  std::vector<char> per_epoch;     // stage index → epoch-level stage
+  std::vector<char> gpu_timed;     // stage index → timed with CUDA events
+  bool cuda_timing = false;
+  std::unique_ptr<compat::EventTimer> events;
+  std::unique_ptr<Sampler> sampler;
+
+  int64_t t_start = 0;
+  int64_t epoch = -1;
+  int64_t epoch_t0 = 0;
+  uint64_t epoch_nvtx = 0;
+  bool epoch_open = false, epoch_traced = false;
+  int64_t step = -1;
+  int64_t step_t0 = 0, last_step_end = 0;
+  bool step_open = false;
+  StepRecord cur;
+  std::vector<StepRecord> window_steps;
+  int64_t window_t0 = 0;
+
+  Accum epoch_acc, run_acc;
+  std::vector<std::vector<double>> epoch_level;  // per stage: seconds per call outside steps, this epoch
+  WindowSummary last_window;
+  bool have_window = false;
+  Diagnosis last_diag;
+  bool have_diag = false;
+  std::optional<std::string> pending_line;
+  std::vector<nlohmann::json> epochs_json;
+
+  std::ofstream csv;
+  bool profiling = false, profile_done = false, finished = false;
+  int64_t windows = 0;
+
+  int index_of(const char* name) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == name || std::strcmp(names[i], name) == 0) return static_cast<int>(i);
+    }
+    names.push_back(name);
+    per_epoch.push_back(0);
+    gpu_timed.push_back(cuda_timing ? 1 : 0);
+    cur.seconds.resize(names.size(), 0.0);
+    cur.ran.resize(names.size(), 0);
+    epoch_acc.stage.resize(names.size());
+    run_acc.stage.resize(names.size());
+    epoch_level.resize(names.size());
+    return static_cast<int>(names.size() - 1);
+  }
+
+  void new_step_record() {
+    cur.seconds.assign(names.size(), 0.0);
+    cur.ran.assign(names.size(), 0);
+    cur.pending.clear();
+  }
+
+  // GPU durations of the steps in the window: non-blocking queries first, then a wait on what is left
+  // (one event wait per window, never a device-wide sync per stage).
+  void resolve(std::vector<StepRecord>& steps) {
+    for (auto& r : steps) {
+      for (auto& [idx, slot] : r.pending) {
+        std::optional<double> ms = events->query(slot);
+        const double s = (ms ? *ms : events->wait(slot)) / 1000.0;
+        r.seconds[idx] += s;
+        events->release(slot);
+      }
+      r.pending.clear();
+    }
+  }
+
+  WindowSummary summarize(const std::string& kind, const Accum& a, bool with_epoch_level, double epoch_wall) const {
+    WindowSummary w;
+    w.kind = kind;
+    w.epoch = a.epoch;
+    w.first_step = a.first_step;
+    w.last_step = a.last_step;
+    w.steps = a.steps();
+    w.images = a.images;
+    summarize_samples(a.step, w.step);
+    w.step.name = "step";
+    w.step.share = 1.0;
+    w.images_per_s = w.step.total > 0 ? static_cast<double>(a.images) / w.step.total : 0.0;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (per_epoch[i]) continue;
+      StageSummary s;
+      s.name = names[i];
+      summarize_samples(a.stage[i], s);
+      s.share = w.step.total > 0 ? s.total / w.step.total : 0.0;
+      if (s.count > 0 || i < kStepStages.size()) w.stages.push_back(s);
+    }
+    if (with_epoch_level) {
+      // val / checkpoint / log, and any stage opened outside a step (reported as its share of the epoch).
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (epoch_level[i].empty()) continue;
+        StageSummary s;
+        s.name = names[i];
+        s.per_epoch = true;
+        summarize_samples(epoch_level[i], s);
+        s.share = epoch_wall > 0 ? s.total / epoch_wall : 0.0;
+        if (s.count > 0) w.stages.push_back(s);
+      }
+    }
+    if (sampler && a.t1_ns > a.t0_ns) {
+      const SampleAggregate g = sampler->aggregate(a.t0_ns, a.t1_ns);
+      w.gpu_util = g.gpu_util;
+      w.gpu_mem_mb = g.gpu_mem_mb;
+      w.peak_alloc_mb = g.peak_alloc_mb;
+      w.cpu_percent = g.cpu_percent;
+      w.rss_mb = g.rss_mb;
+    }
+    return w;
+  }
+
+  void add_to(Accum& a, const StepRecord& r) {
+    if (a.first_step < 0) a.first_step = r.step;
+    a.last_step = r.step;
+    a.images += r.images;
+    a.step.push_back(r.wall);
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (r.ran[i]) a.stage[i].push_back(r.seconds[i]);
+    }
+  }
+
+  // breakdown.csv rows are buffered and written at most once a minute from end_step, and at every epoch end
+  // and finish: the trainer thread makes no file I/O in ordinary steps.
+  static constexpr int64_t kCsvFlushNs = 60'000'000'000;
+  std::string csv_buffer;
+  int64_t csv_last_flush = 0;
+
+  void flush_csv() {
+    if (o.run_dir.empty() || csv_buffer.empty()) return;
+    const std::string path = o.run_dir + "/breakdown.csv";
+    if (!csv.is_open()) {
+      const bool fresh = !std::filesystem::exists(path) || std::filesystem::file_size(path) == 0;
+      csv.open(path, std::ios::app);
+      if (!csv) throw std::runtime_error("instrument: cannot open " + path + " for writing; check run_dir permissions");
+      if (fresh) {
+        csv << "kind,epoch,first_step,last_step,steps,images,stage,count,mean_s,p50_s,p95_s,max_s,share,"
+               "images_per_s,gpu_util,cpu_percent,rss_mb,gpu_mem_mb,diagnosis\n";
+      }
+    }
+    csv << csv_buffer;
+    csv.flush();
+    csv_buffer.clear();
+    csv_last_flush = now_ns();
+  }
+
+  void write_csv(const WindowSummary& w, const Diagnosis& d) {
+    if (o.run_dir.empty()) return;
+    auto row = [&](const StageSummary& s, const std::string& diag) {
+      csv_buffer += fmt::format(
+          "{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},{:.3f},{:.1f},{:.1f},{:.1f},{:.1f},\"{}\"\n", w.kind,
+          w.epoch, w.first_step, w.last_step, w.steps, w.images, s.name, s.count, s.mean, s.p50, s.p95, s.max, s.share,
+          w.images_per_s, w.gpu_util, w.cpu_percent, w.rss_mb, w.gpu_mem_mb, diag);
+    };
+    for (const auto& s : w.stages) {
+      if (s.count > 0) row(s, s.per_epoch ? "per_epoch" : "");
+    }
+    std::string diag = d.to_string();
+    std::replace(diag.begin(), diag.end(), '"', '\'');
+    row(w.step, diag);
+    if (w.kind != "window" || now_ns() - csv_last_flush >= kCsvFlushNs) flush_csv();
+  }
+
+  void close_window(int64_t t_end) {
+    if (window_steps.empty()) return;
+    if (cuda_timing) resolve(window_steps);
+    Accum a;
+    a.reset(names.size());
+    a.epoch = epoch;
+    a.t0_ns = window_t0;
+    a.t1_ns = t_end;
+    for (const auto& r : window_steps) {
+      add_to(a, r);
+      add_to(epoch_acc, r);
+      add_to(run_acc, r);
+    }
+    window_steps.clear();
+    window_t0 = t_end;
+    last_window = summarize("window", a, false, 0);
+    have_window = true;
+    const Diagnosis d = instrument::diagnose(last_window, ctx, o.thresholds);
+    const std::string line = format_window_line(last_window);
+    pending_line = line;
+    if (o.log_lines) spdlog::info("{}", line);
+    if (!have_diag || d.bottleneck != last_diag.bottleneck) {
+      if (o.log_lines) spdlog::info("diagnosis (steps {}-{}): {}", a.first_step, a.last_step, d.to_string());
+    }
+    last_diag = d;
+    have_diag = true;
+    ++windows;
+    write_csv(last_window, d);
+  }
+
+  nlohmann::json to_json(const WindowSummary& w, const Diagnosis* d) const {
+    nlohmann::json stages = nlohmann::json::array();
+    for (const auto& s : w.stages) {
+      if (s.count == 0) continue;
+      stages.push_back({{"name", s.name}, {"count", s.count}, {"total_s", s.total}, {"mean_s", s.mean},
+                        {"p50_s", s.p50}, {"p95_s", s.p95}, {"max_s", s.max}, {"share", s.share},
+                        {"per_epoch", s.per_epoch}});
+    }
+    auto na = [](double v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+    nlohmann::json j = {{"kind", w.kind},
+                        {"epoch", w.epoch},
+                        {"first_step", w.first_step},
+                        {"last_step", w.last_step},
+                        {"steps", w.steps},
+                        {"images", w.images},
+                        {"images_per_s", w.images_per_s},
+                        {"step", {{"mean_s", w.step.mean}, {"p50_s", w.step.p50}, {"p95_s", w.step.p95},
+                                  {"max_s", w.step.max}, {"total_s", w.step.total}}},
+                        {"stages", stages},
+                        {"gpu_util", na(w.gpu_util)},
+                        {"gpu_mem_mb", na(w.gpu_mem_mb)},
+                        {"peak_alloc_mb", na(w.peak_alloc_mb)},
+                        {"cpu_percent", na(w.cpu_percent)},
+                        {"rss_mb", na(w.rss_mb)}};
+    if (d != nullptr) {
+      j["diagnosis"] = {{"bottleneck", to_string(d->bottleneck)}, {"reason", d->reason}, {"advice", d->advice},
+                        {"data_share", d->data_share},           {"data_tail", d->data_tail},
+                        {"compute_share", d->compute_share},     {"optimizer_share", d->optimizer_share},
+                        {"text", d->to_string()}};
+    }
+    return j;
+  }
+};
+
+// ---- Stage --------------------------------------------------------------------------------------------------------
+Stage::Stage(Stage&& o) noexcept
+    : prof_(o.prof_), index_(o.index_), start_ns_(o.start_ns_), event_slot_(o.event_slot_) {
+  o.prof_ = nullptr;
+}
+
+void Stage::end() {
+  Profiler* p = prof_;
+  prof_ = nullptr;
+  p->end_stage(*this);
+}
+
+// ---- Profiler -------------------------------------------------------------------------------------------------------
+Profiler::Profiler(ProfilerOptions opts) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.o = std::move(opts);
+  ProfilerOptions& o = m.o;
+  enabled_ = o.level != Level::off;
+  set_ranges_enabled(enabled_);
+  if (!enabled_) return;
+  if (o.log_every < 1) throw std::runtime_error(fmt::format("instrument: log_every={} must be ≥ 1", o.log_every));
+  for (const auto* r : {&o.trace_steps, &o.profile_steps}) {
+    if (*r && ((*r)->first < 0 || (*r)->second <= (*r)->first)) {
+      throw std::runtime_error(fmt::format("instrument: step range {}:{} is empty or negative; use START:STOP with "
+                                           "0 ≤ START < STOP (global step indices)",
+                                           (*r)->first, (*r)->second));
+    }
+  }
+  if (o.level == Level::full && !o.trace_steps) o.trace_steps = kDefaultTraceSteps;
+  if (o.cores <= 0) o.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  m.ctx = AdviceContext{o.workers, o.batch, o.imgsz, o.cache, o.amp, o.cores, o.device, o.sync};
+  m.cuda_timing = o.cuda && !o.sync && compat::cuda_available();
+  if (o.cuda && !compat::cuda_available()) {
+    spdlog::warn("instrument: cuda=true but this build/device has no CUDA; timing with wall clock");
+  }
+  if (m.cuda_timing) m.events = std::make_unique<compat::EventTimer>(o.cuda_device);
+  for (const char* n : kStepStages) m.index_of(n);
+  for (const char* n : kEpochStages) m.per_epoch[static_cast<size_t>(m.index_of(n))] = 1;
+  for (size_t i = 0; i < m.names.size(); ++i) {
+    m.gpu_timed[i] = m.cuda_timing && !m.per_epoch[i] && std::strcmp(m.names[i], "dataloader") != 0;
+  }
+  m.epoch_acc.reset(m.names.size());
+  m.run_acc.reset(m.names.size());
+  m.new_step_record();
+  if (!o.run_dir.empty()) std::filesystem::create_directories(o.run_dir);
+  if (o.profile_steps && !compat::built_with_cuda()) {
+    spdlog::info("instrument: profile_steps={}:{} needs a CUDA build (cudaProfilerStart/Stop); ignored on this "
+                 "CPU-only build",
+                 o.profile_steps->first, o.profile_steps->second);
+  }
+  m.t_start = now_ns();
+  m.csv_last_flush = m.t_start;
+  m.window_t0 = m.t_start;
+  m.last_step_end = m.t_start;
+  trace::clear();
+  trace::set_origin(m.t_start);
+  trace::set_thread_name("trainer");
+  nvtx::name_thread("trainer");
+  m.sampler = std::make_unique<Sampler>(o.sample_hz, o.cuda, o.cuda_device);
+  if (o.cuda) compat::reset_peak_memory(o.cuda_device);
+  m.sampler->start();
+  spdlog::debug("instrument: level={} log_every={} trace_steps={} cuda_events={} nvml={}", to_string(o.level),
+                o.log_every, o.trace_steps ? fmt::format("{}:{}", o.trace_steps->first, o.trace_steps->second) : "-",
+                m.cuda_timing, m.sampler->has_nvml());
+}
+
+Profiler::~Profiler() {
+  try {
+    finish();
+  } catch (const std::exception& e) {
+    spdlog::error("instrument: finish failed: {}", e.what());
+  }
+}
+
+void Profiler::begin_epoch(int64_t epoch) {
+  if (!enabled_) return;
+  Impl& m = *impl_;
+  if (m.epoch_open) end_epoch();
+  m.epoch = epoch;
+  m.epoch_open = true;
+  m.epoch_traced = trace::recording();
+  m.epoch_t0 = now_ns();
+  m.epoch_acc.reset(m.names.size());
+  m.epoch_acc.epoch = epoch;
+  m.epoch_acc.t0_ns = m.epoch_t0;
+  for (auto& v : m.epoch_level) v.clear();
+  m.window_t0 = m.epoch_t0;
+  const std::string msg = fmt::format("epoch {}", epoch);
+  m.epoch_nvtx = nvtx::start(msg.c_str());
+}
+
+void Profiler::begin_step(int64_t step) {
+  if (!enabled_) return;
+  Impl& m = *impl_;
+  const ProfilerOptions& o = m.o;
+  if (m.step_open) end_step(0);
+  // Trace and Nsight ranges switch at step boundaries: [first, last).
+  if (o.trace_steps) {
+    const bool in = step >= o.trace_steps->first && step < o.trace_steps->second;
+    if (in != trace::recording()) trace::set_recording(in);
+    if (in) m.epoch_traced = true;
+  }
+  if (o.profile_steps && compat::built_with_cuda()) {
+    if (!m.profiling && !m.profile_done && step >= o.profile_steps->first && step < o.profile_steps->second) {
+      m.profiling = compat::profiler_start();
+      if (m.profiling) {
+        spdlog::info("instrument: cudaProfilerStart at step {}", step);
+      } else {
+        spdlog::warn("instrument: cuProfilerStart failed (no libcuda?); profile_steps ignored");
+        m.profile_done = true;
+      }
+    } else if (m.profiling && step >= o.profile_steps->second) {
+      compat::synchronize(o.cuda_device);
+      compat::profiler_stop();
+      m.profiling = false;
+      m.profile_done = true;
+      spdlog::info("instrument: cudaProfilerStop at step {}", step);
+    }
+  }
+  m.step = step;
+  m.step_open = true;
+  m.cur.step = step;
+  const std::string msg = fmt::format("step {}", step);
+  nvtx::push(msg.c_str());
+  m.step_t0 = now_ns();
+}
+
+Stage Profiler::stage(const char* name) {
+  Stage s;
+  if (!enabled_) return s;
+  Impl& m = *impl_;
+  s.prof_ = this;
+  s.index_ = m.index_of(name);
+  nvtx::push(name);
+  s.start_ns_ = now_ns();
+  if (m.gpu_timed[static_cast<size_t>(s.index_)] && m.step_open) s.event_slot_ = m.events->start();
+  return s;
+}
+
+void Profiler::end_stage(Stage& s) {
+  Impl& m = *impl_;
+  const auto idx = static_cast<size_t>(s.index_);
+  if (s.event_slot_ >= 0) m.events->stop(s.event_slot_);
+  if (m.o.sync && m.o.cuda) compat::synchronize(m.o.cuda_device);
+  const int64_t end = now_ns();
+  nvtx::pop();
+  trace::complete(m.names[idx], s.start_ns_, end);
+  const double wall = static_cast<double>(end - s.start_ns_) * 1e-9;
+  if (m.step_open && !m.per_epoch[idx]) {
+    m.cur.ran[idx] = 1;
+    if (s.event_slot_ >= 0) {
+      m.cur.pending.emplace_back(s.index_, s.event_slot_);
+    } else {
+      m.cur.seconds[idx] += wall;
+    }
+  } else {
+    if (s.event_slot_ >= 0) m.events->release(s.event_slot_);
+    m.epoch_level[idx].push_back(wall);
+  }
+}
+
+void Profiler::end_step(int64_t images) {
+  if (!enabled_) return;
+  Impl& m = *impl_;
+  if (!m.step_open) {  // end_step without begin_step: the step spans from the previous end_step
+    m.step_t0 = m.last_step_end;
+    m.cur.step = ++m.step;
+  }
+  const int64_t end = now_ns();
+  nvtx::pop();
+  trace::complete(fmt::format("step {}", m.cur.step), m.step_t0, end, m.cur.step);
+  m.cur.wall = static_cast<double>(end - m.step_t0) * 1e-9;
+  m.cur.images = images;
+  m.window_steps.push_back(std::move(m.cur));
+  m.new_step_record();
+  m.step_open = false;
+  m.last_step_end = end;
+  if (static_cast<int64_t>(m.window_steps.size()) >= m.o.log_every) m.close_window(end);
+}
+
+std::optional<std::string> Profiler::take_window_line() {
+  if (!enabled_) return std::nullopt;
+  std::optional<std::string> l;
+  std::swap(l, impl_->pending_line);
+  return l;
+}
+
+void Profiler::set_queue_depth(size_t depth) {
+  if (!enabled_) return;
+  impl_->sampler->set_queue_depth(static_cast<double>(depth));
+  trace::counter("queue depth", static_cast<double>(depth), now_ns());
+}
+
+std::string Profiler::end_epoch() {
+  if (!enabled_) return {};
+  Impl& m = *impl_;
+  if (m.step_open) end_step(0);
+  const int64_t end = now_ns();
+  m.close_window(end);
+  if (!m.epoch_open) return {};
+  m.epoch_open = false;
+  nvtx::end(m.epoch_nvtx);
+  trace::complete(fmt::format("epoch {}", m.epoch), m.epoch_t0, end, m.epoch, m.epoch_traced);
+  m.epoch_acc.epoch = m.epoch;
+  m.epoch_acc.t1_ns = end;
+  const double epoch_wall = static_cast<double>(end - m.epoch_t0) * 1e-9;
+  WindowSummary w = m.summarize("epoch", m.epoch_acc, true, epoch_wall);
+  const Diagnosis d = instrument::diagnose(w, m.ctx, m.o.thresholds);
+  m.write_csv(w, d);
+  nlohmann::json j = m.to_json(w, &d);
+  j["wall_s"] = epoch_wall;
+  m.epochs_json.push_back(std::move(j));
+  return format_table(w) + "diagnosis: " + d.to_string();
+}
+
+void Profiler::finish() {
+  if (!enabled_ || impl_->finished) return;
+  Impl& m = *impl_;
+  if (m.epoch_open) end_epoch();
+  m.close_window(now_ns());
+  m.finished = true;
+  const bool traced = trace::recording() || trace::event_count() > 0;
+  trace::set_recording(false);
+  if (m.profiling) {
+    compat::synchronize(m.o.cuda_device);
+    compat::profiler_stop();
+    m.profiling = false;
+  }
+  m.sampler->sample_now();
+  m.sampler->stop();
+  if (!m.o.run_dir.empty()) {
+    m.run_acc.t0_ns = m.t_start;
+    m.run_acc.t1_ns = now_ns();
+    const WindowSummary run = m.summarize("run", m.run_acc, false, 0);
+    const Diagnosis d = instrument::diagnose(run, m.ctx, m.o.thresholds);
+    const ProfilerOptions& o = m.o;
+    auto range = [](const std::optional<std::pair<int64_t, int64_t>>& r) {
+      return r ? nlohmann::json({r->first, r->second}) : nlohmann::json(nullptr);
+    };
+    nlohmann::json j = {
+        {"level", to_string(o.level)},
+        {"options",
+         {{"log_every", o.log_every}, {"trace_steps", range(o.trace_steps)}, {"profile_steps", range(o.profile_steps)},
+          {"sync", o.sync}, {"cuda", o.cuda}, {"cuda_events", m.cuda_timing}, {"sample_hz", o.sample_hz},
+          {"workers", o.workers}, {"batch", o.batch}, {"imgsz", o.imgsz}, {"cache", o.cache}, {"amp", o.amp},
+          {"cores", o.cores}, {"device", o.device}}},
+        {"nvml", m.sampler->has_nvml()},
+        {"gpu_name", m.sampler->gpu_name()},
+        {"wall_s", static_cast<double>(m.run_acc.t1_ns - m.t_start) * 1e-9},
+        {"run", m.to_json(run, &d)},
+        {"epochs", m.epochs_json},
+        {"diagnosis", d.to_string()}};
+    if (o.cuda) {
+      const int64_t peak = compat::peak_memory_allocated(o.cuda_device);
+      j["peak_alloc_mb"] = peak >= 0 ? nlohmann::json(static_cast<double>(peak) / (1024.0 * 1024.0)) : nullptr;
+    }
+    if (o.level == Level::full && traced) {
+      const std::string trace_path = o.run_dir + "/trace.json";
+      trace::write(trace_path, nlohmann::json({{"yolo11", {{"trace_steps", range(o.trace_steps)}}}}).dump());
+      j["trace"] = trace_path;
+    }
+    io::write_file_atomic(o.run_dir + "/summary.json", j.dump(2));
+    if (o.log_lines) spdlog::info("instrument: run diagnosis: {}", d.to_string());
+  }
+  m.flush_csv();
+  if (m.csv.is_open()) m.csv.close();
+}
+
+Diagnosis Profiler::diagnose() const {
+  if (!enabled_) return {};
+  const Impl& m = *impl_;
+  if (m.have_diag) return m.last_diag;
+  const WindowSummary run = m.summarize("run", m.run_acc, false, 0);
+  return instrument::diagnose(run, m.ctx, m.o.thresholds);
+}
+
+const WindowSummary& Profiler::last_window() const { return impl_->last_window; }
+
+WindowSummary Profiler::run_summary() const {
+  const Impl& m = *impl_;
+  return m.summarize("run", m.run_acc, false, 0);
+}
+
+const ProfilerOptions& Profiler::options() const { return impl_->o; }
+
+}  // namespace yolo11::instrument

@@ -1,0 +1,285 @@
+// Utilisation sampler: /proc for the process, NVML (dlopen) for the GPU, allocator stats for peak memory.
+#include "yolo11/instrument/sampler.h"
+
+#include <dlfcn.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "yolo11/compat.h"
+#include "yolo11/instrument/range.h"
+#include "yolo11/instrument/trace.h"
+
+namespace yolo11::instrument {
+
+namespace {
+constexpr double kKeepSeconds = 7200;  // readings kept for window/epoch aggregates (72k at 10 Hz)
+constexpr double kMiB = 1024.0 * 1024.0;
+}  // namespace
+
+double process_cpu_seconds() {
+  std::ifstream f("/proc/self/stat");
+  std::string line;
+  if (!std::getline(f, line)) return -1;
+  // Fields after "(comm)": state(3) ... utime(14) stime(15); comm may contain spaces, so split after ')'.
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(line.substr(close + 1));
+  std::vector<std::string> tok;
+  std::string t;
+  while (rest >> t && tok.size() < 13) tok.push_back(t);
+  if (tok.size() < 13) return -1;
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return (std::stod(tok[11]) + std::stod(tok[12])) / ticks;
+}
+
+double process_rss_mb() {
+  std::ifstream f("/proc/self/statm");
+  long long size = 0, resident = 0;
+  if (!(f >> size >> resident)) return -1;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / kMiB;
+}
+
+// ---- NVML through dlopen ------------------------------------------------------------------------------------
+// Only the few entry points used, declared with NVML's C ABI (nvmlReturn_t is an int enum, 0 = success).
+struct Nvml::Api {
+  using Device = void*;
+  struct Utilization {
+    unsigned int gpu, memory;
+  };
+  struct Memory {
+    unsigned long long total, free, used;
+  };
+  void* lib = nullptr;
+  int (*init)() = nullptr;
+  int (*shutdown)() = nullptr;
+  int (*by_index)(unsigned int, Device*) = nullptr;
+  int (*by_pci)(const char*, Device*) = nullptr;
+  int (*name)(Device, char*, unsigned int) = nullptr;
+  int (*utilization)(Device, Utilization*) = nullptr;
+  int (*memory)(Device, Memory*) = nullptr;
+  int (*clock)(Device, int, unsigned int*) = nullptr;
+  int (*power)(Device, unsigned int*) = nullptr;
+  ~Api() {
+    if (shutdown != nullptr) shutdown();
+    if (lib != nullptr) dlclose(lib);
+  }
+};
+
+namespace {
+template <typename F>
+bool load_symbol(void* lib, const char* name, F& out) {
+  out = reinterpret_cast<F>(dlsym(lib, name));
+  return out != nullptr;
+}
+
+// PCI bus id of a CUDA ordinal (respecting CUDA_VISIBLE_DEVICES) through the driver API; empty when unknown.
+std::string cuda_pci_bus_id(int ordinal) {
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (cuda == nullptr) return {};
+  int (*cu_init)(unsigned int) = nullptr;
+  int (*cu_device_get)(int*, int) = nullptr;
+  int (*cu_pci)(char*, int, int) = nullptr;
+  std::string id;
+  if (load_symbol(cuda, "cuInit", cu_init) && load_symbol(cuda, "cuDeviceGet", cu_device_get) &&
+      load_symbol(cuda, "cuDeviceGetPCIBusId", cu_pci) && cu_init(0) == 0) {
+    int dev = 0;
+    char buf[64] = {0};
+    if (cu_device_get(&dev, ordinal) == 0 && cu_pci(buf, sizeof(buf), dev) == 0) id = buf;
+  }
+  dlclose(cuda);
+  return id;
+}
+}  // namespace
+
+std::unique_ptr<Nvml> Nvml::open(int cuda_device) {
+  auto api = std::make_unique<Api>();
+  api->lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (api->lib == nullptr) {
+    spdlog::debug("instrument: NVML not loaded ({}); GPU utilisation n/a", dlerror());
+    return nullptr;
+  }
+  if (!load_symbol(api->lib, "nvmlInit_v2", api->init) || !load_symbol(api->lib, "nvmlShutdown", api->shutdown) ||
+      !load_symbol(api->lib, "nvmlDeviceGetHandleByIndex_v2", api->by_index)) {
+    spdlog::debug("instrument: NVML lacks nvmlInit_v2/nvmlDeviceGetHandleByIndex_v2; GPU utilisation n/a");
+    api->shutdown = nullptr;
+    return nullptr;
+  }
+  load_symbol(api->lib, "nvmlDeviceGetHandleByPciBusId_v2", api->by_pci);
+  load_symbol(api->lib, "nvmlDeviceGetName", api->name);
+  load_symbol(api->lib, "nvmlDeviceGetUtilizationRates", api->utilization);
+  load_symbol(api->lib, "nvmlDeviceGetMemoryInfo", api->memory);
+  load_symbol(api->lib, "nvmlDeviceGetClockInfo", api->clock);
+  load_symbol(api->lib, "nvmlDeviceGetPowerUsage", api->power);
+  if (api->init() != 0) {
+    spdlog::debug("instrument: nvmlInit failed; GPU utilisation n/a");
+    api->shutdown = nullptr;
+    return nullptr;
+  }
+  Api::Device dev = nullptr;
+  const std::string pci = cuda_pci_bus_id(cuda_device);
+  if (pci.empty() || api->by_pci == nullptr || api->by_pci(pci.c_str(), &dev) != 0) {
+    if (api->by_index(static_cast<unsigned int>(cuda_device), &dev) != 0) {
+      spdlog::debug("instrument: NVML has no device {}; GPU utilisation n/a", cuda_device);
+      return nullptr;
+    }
+  }
+  std::unique_ptr<Nvml> n(new Nvml());
+  n->device_ = dev;
+  if (api->name != nullptr) {
+    char buf[96] = {0};
+    if (api->name(dev, buf, sizeof(buf)) == 0) n->name_ = buf;
+  }
+  n->api_ = std::move(api);
+  return n;
+}
+
+Nvml::~Nvml() = default;
+
+bool Nvml::read(Sample& s) const {
+  bool any = false;
+  if (api_->utilization != nullptr) {
+    Api::Utilization u{};
+    if (api_->utilization(device_, &u) == 0) s.gpu_util = u.gpu, any = true;
+  }
+  if (api_->memory != nullptr) {
+    Api::Memory m{};
+    if (api_->memory(device_, &m) == 0) s.gpu_mem_mb = static_cast<double>(m.used) / kMiB, any = true;
+  }
+  if (api_->clock != nullptr) {
+    unsigned int mhz = 0;
+    constexpr int kClockSm = 1;  // NVML_CLOCK_SM
+    if (api_->clock(device_, kClockSm, &mhz) == 0) s.sm_clock_mhz = mhz, any = true;
+  }
+  if (api_->power != nullptr) {
+    unsigned int mw = 0;
+    if (api_->power(device_, &mw) == 0) s.power_w = mw / 1000.0, any = true;
+  }
+  return any;
+}
+
+// ---- Sampler ---------------------------------------------------------------------------------------------------
+Sampler::Sampler(double hz, bool gpu, int cuda_device) : hz_(hz > 0 ? hz : 10.0), gpu_(gpu), cuda_device_(cuda_device) {
+  if (gpu_) nvml_ = Nvml::open(cuda_device_);
+}
+
+Sampler::~Sampler() { stop(); }
+
+void Sampler::start() {
+  if (thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(cv_mutex_);
+    stop_ = false;
+  }
+  sample_now();  // CPU-time baseline, so the first threaded reading has a rate
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Sampler::stop() {
+  {
+    std::lock_guard<std::mutex> lock(cv_mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Sample Sampler::sample_now() {
+  Sample s;
+  s.t_ns = now_ns();
+  const double cpu = process_cpu_seconds();
+  s.cpu_s = cpu;
+  s.rss_mb = process_rss_mb();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cpu >= 0 && last_cpu_s_ >= 0 && s.t_ns > last_cpu_t_) {
+      s.cpu_percent = 100.0 * (cpu - last_cpu_s_) / (static_cast<double>(s.t_ns - last_cpu_t_) * 1e-9);
+    }
+    last_cpu_s_ = cpu;
+    last_cpu_t_ = s.t_ns;
+  }
+  if (nvml_) nvml_->read(s);
+  if (gpu_) {
+    const int64_t peak = compat::peak_memory_allocated(cuda_device_);
+    if (peak >= 0) s.peak_alloc_mb = static_cast<double>(peak) / kMiB;
+  }
+  s.queue_depth = queue_depth_.load(std::memory_order_relaxed);
+  if (trace::recording()) {
+    if (s.cpu_percent >= 0) trace::counter("CPU %", s.cpu_percent, s.t_ns);
+    if (s.rss_mb >= 0) trace::counter("RSS MiB", s.rss_mb, s.t_ns);
+    if (s.gpu_util >= 0) trace::counter("GPU %", s.gpu_util, s.t_ns);
+    if (s.gpu_mem_mb >= 0) trace::counter("GPU memory MiB", s.gpu_mem_mb, s.t_ns);
+    if (s.queue_depth >= 0) trace::counter("queue depth", s.queue_depth, s.t_ns);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  samples_.push_back(s);
+  const int64_t keep_ns = static_cast<int64_t>(kKeepSeconds * 1e9);
+  while (!samples_.empty() && samples_.front().t_ns < s.t_ns - keep_ns) samples_.pop_front();
+  return s;
+}
+
+void Sampler::loop() {
+  name_this_thread("sampler");
+  const auto period = std::chrono::nanoseconds(static_cast<int64_t>(1e9 / hz_));
+  auto next = std::chrono::steady_clock::now() + period;
+  std::unique_lock<std::mutex> lock(cv_mutex_);
+  while (!cv_.wait_until(lock, next, [this] { return stop_; })) {
+    lock.unlock();
+    sample_now();
+    lock.lock();
+    next += period;
+    const auto now = std::chrono::steady_clock::now();
+    if (next < now) next = now + period;  // fell behind (suspended process): do not burst
+  }
+}
+
+SampleAggregate Sampler::aggregate(int64_t t0_ns, int64_t t1_ns) const {
+  SampleAggregate a;
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Readings are in time order: binary-search the span instead of scanning up to kKeepSeconds of them.
+  auto by_time = [](const Sample& s, int64_t t) { return s.t_ns < t; };
+  const auto lo = std::lower_bound(samples_.begin(), samples_.end(), t0_ns, by_time);
+  const auto hi = std::lower_bound(lo, samples_.end(), t1_ns + 1, by_time);
+  std::vector<const Sample*> in;
+  for (auto it = lo; it != hi; ++it) in.push_back(&*it);
+  if (in.empty() && hi != samples_.begin()) in.push_back(&*std::prev(hi));  // latest reading before t1
+  a.n = static_cast<int64_t>(in.size());
+  auto mean = [&](double Sample::*f) {
+    double sum = 0;
+    int n = 0;
+    for (const Sample* s : in) {
+      if (s->*f >= 0) sum += s->*f, ++n;
+    }
+    return n > 0 ? sum / n : -1.0;
+  };
+  auto max = [&](double Sample::*f) {
+    double m = -1;
+    for (const Sample* s : in) m = std::max(m, s->*f);
+    return m;
+  };
+  a.cpu_percent = mean(&Sample::cpu_percent);
+  if (in.size() >= 2 && in.front()->cpu_s >= 0 && in.back()->cpu_s >= 0 && in.back()->t_ns > in.front()->t_ns) {
+    a.cpu_percent = 100.0 * (in.back()->cpu_s - in.front()->cpu_s) /
+                    (static_cast<double>(in.back()->t_ns - in.front()->t_ns) * 1e-9);
+  }
+  a.gpu_util = mean(&Sample::gpu_util);
+  a.sm_clock_mhz = mean(&Sample::sm_clock_mhz);
+  a.power_w = mean(&Sample::power_w);
+  a.rss_mb = max(&Sample::rss_mb);
+  a.gpu_mem_mb = max(&Sample::gpu_mem_mb);
+  a.peak_alloc_mb = max(&Sample::peak_alloc_mb);
+  return a;
+}
+
+Sample Sampler::latest() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return samples_.empty() ? Sample{} : samples_.back();
+}
+
+}  // namespace yolo11::instrument

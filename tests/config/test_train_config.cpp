@@ -1,0 +1,213 @@
+// TrainConfig: defaults, merge order, validation errors, args.yaml round trip, resume rules, run dirs.
+#include "yolo11/config/train_config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "golden.h"
+#include "yolo11/build_info.h"
+
+namespace fs = std::filesystem;
+using yolo11::config::TrainConfig;
+
+namespace {
+
+std::string write(const std::string& dir, const std::string& name, const std::string& text) {
+  const std::string p = dir + "/" + name;
+  std::ofstream(p) << text;
+  return p;
+}
+
+/// Runs `f`, expects std::runtime_error, returns its message.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected std::runtime_error";
+  return "";
+}
+
+std::string src(const std::string& rel) { return (fs::path(yolo11::build::kSourceDir) / rel).string(); }
+
+}  // namespace
+
+TEST(TrainConfig, DefaultsMatchUltralytics) {
+  const auto c = TrainConfig::load("", {});
+  EXPECT_EQ(c.epochs, 100);
+  EXPECT_EQ(c.batch, 16);
+  EXPECT_EQ(c.imgsz, 640);
+  EXPECT_EQ(c.optimizer, "auto");
+  EXPECT_DOUBLE_EQ(c.lr0, 0.01);
+  EXPECT_DOUBLE_EQ(c.lrf, 0.01);
+  EXPECT_DOUBLE_EQ(c.momentum, 0.937);
+  EXPECT_DOUBLE_EQ(c.weight_decay, 0.0005);
+  EXPECT_DOUBLE_EQ(c.warmup_epochs, 3.0);
+  EXPECT_DOUBLE_EQ(c.warmup_bias_lr, 0.1);
+  EXPECT_DOUBLE_EQ(c.box, 7.5);
+  EXPECT_DOUBLE_EQ(c.scale, 0.5);
+  EXPECT_DOUBLE_EQ(c.fliplr, 0.5);
+  EXPECT_EQ(c.close_mosaic, 10);
+  EXPECT_EQ(c.nbs, 64);
+  EXPECT_FALSE(c.time.has_value());
+  EXPECT_FALSE(c.conf.has_value());
+  EXPECT_TRUE(c.freeze.empty());
+  EXPECT_EQ(c.cache, "false");
+  EXPECT_EQ(c.model_scale, "n");
+  EXPECT_EQ(c.instrument, "basic");
+  EXPECT_EQ(c.log_every, 10);
+  EXPECT_TRUE(c.trace_steps.empty());
+}
+
+TEST(TrainConfig, MergeOrderIsDefaultThenCfgFileThenOverrides) {
+  const auto dir = yolo11::test::scratch_dir("config_merge");
+  const auto cfg = write(dir, "run.yaml", "epochs: 5\nimgsz: 320\noptimizer: sgd\ncache: true\n");
+  const auto c = TrainConfig::load(cfg, {"epochs=7", "lr0=0.02", "freeze=[0, 3]", "trace_steps=20:30"});
+  EXPECT_EQ(c.epochs, 7);
+  EXPECT_EQ(c.imgsz, 320);
+  EXPECT_EQ(c.optimizer, "SGD");  // canonical spelling
+  EXPECT_EQ(c.cache, "ram");
+  EXPECT_DOUBLE_EQ(c.lr0, 0.02);
+  EXPECT_EQ(c.freeze, (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(c.trace_steps.start, 20);
+  EXPECT_EQ(c.trace_steps.stop, 30);
+  EXPECT_TRUE(c.trace_steps.contains(29));
+  EXPECT_FALSE(c.trace_steps.contains(30));
+  // cfg=FILE on the command line is the same as the cfg_file argument.
+  EXPECT_EQ(TrainConfig::load("", {"cfg=" + cfg}).imgsz, 320);
+}
+
+TEST(TrainConfig, UnknownOverrideKeySuggestsTheClosestKey) {
+  const auto msg = error_of([] { TrainConfig::load("", {"imsz=320"}); });
+  EXPECT_NE(msg.find("unknown key 'imsz'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("command line"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Did you mean 'imgsz'?"), std::string::npos) << msg;
+}
+
+TEST(TrainConfig, UnknownKeyInFileNamesFileAndLine) {
+  const auto dir = yolo11::test::scratch_dir("config_unknown");
+  const auto cfg = write(dir, "bad.yaml", "imgsz: 320\nepoch: 3\n");
+  const auto msg = error_of([&] { TrainConfig::load(cfg, {}); });
+  EXPECT_NE(msg.find("'epoch'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bad.yaml:2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Did you mean 'epochs'?"), std::string::npos) << msg;
+}
+
+TEST(TrainConfig, WrongTypeNamesKeyValueAndExpectedType) {
+  auto msg = error_of([] { TrainConfig::load("", {"epochs=ten"}); });
+  EXPECT_NE(msg.find("'epochs'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'ten'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("integer"), std::string::npos) << msg;
+  msg = error_of([] { TrainConfig::load("", {"epochs=10.5"}); });
+  EXPECT_NE(msg.find("integer"), std::string::npos) << msg;
+  msg = error_of([] { TrainConfig::load("", {"amp=1"}); });
+  EXPECT_NE(msg.find("true or false"), std::string::npos) << msg;
+  msg = error_of([] { TrainConfig::load("", {"lr0=fast"}); });
+  EXPECT_NE(msg.find("not a number"), std::string::npos) << msg;
+}
+
+TEST(TrainConfig, OutOfRangeNamesTheRange) {
+  auto msg = error_of([] { TrainConfig::load("", {"fliplr=1.5"}); });
+  EXPECT_NE(msg.find("'fliplr'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'1.5'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[0, 1]"), std::string::npos) << msg;
+  msg = error_of([] { TrainConfig::load("", {"batch=0"}); });
+  EXPECT_NE(msg.find("'batch'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("AutoBatch"), std::string::npos) << msg;
+  msg = error_of([] { TrainConfig::load("", {"lr0=0"}); });
+  EXPECT_NE(msg.find("(0, 1]"), std::string::npos) << msg;
+  const auto dir = yolo11::test::scratch_dir("config_range");
+  const auto cfg = write(dir, "r.yaml", "# comment\nepochs: 10\nmomentum: 1.0\n");
+  msg = error_of([&] { TrainConfig::load(cfg, {}); });
+  EXPECT_NE(msg.find("r.yaml:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[0, 1)"), std::string::npos) << msg;
+}
+
+TEST(TrainConfig, BadEnumListsAllowedValues) {
+  auto msg = error_of([] { TrainConfig::load("", {"optimizer=Adamax"}); });
+  EXPECT_NE(msg.find("'optimizer'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("SGD, Adam, AdamW, auto"), std::string::npos) << msg;
+  msg = error_of([] { TrainConfig::load("", {"instrument=verbose"}); });
+  EXPECT_NE(msg.find("off, basic, full"), std::string::npos) << msg;
+  msg = error_of([] { TrainConfig::load("", {"cache=gpu"}); });
+  EXPECT_NE(msg.find("false, true, ram, disk"), std::string::npos) << msg;
+  msg = error_of([] { TrainConfig::load("", {"trace_steps=30:20"}); });
+  EXPECT_NE(msg.find("START:STOP"), std::string::npos) << msg;
+  msg = error_of([] { TrainConfig::load("", {"epochs"}); });
+  EXPECT_NE(msg.find("key=value"), std::string::npos) << msg;
+}
+
+TEST(TrainConfig, ModelScaleComesFromTheModelName) {
+  EXPECT_EQ(TrainConfig::load("", {"model=yolo11s.yaml"}).model_scale, "s");
+  EXPECT_EQ(TrainConfig::load("", {"model=configs/models/yolo11.yaml", "model_scale=x"}).model_scale, "x");
+  const auto msg = error_of([] { TrainConfig::load("", {"model=yolo11s.yaml", "model_scale=m"}); });
+  EXPECT_NE(msg.find("model_scale"), std::string::npos) << msg;
+}
+
+TEST(TrainConfig, ImgszIsRoundedUpToStride) {
+  EXPECT_EQ(TrainConfig::load("", {"imgsz=300"}).imgsz, 320);
+  EXPECT_EQ(TrainConfig::load("", {"freeze=3"}).freeze, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_DOUBLE_EQ(*TrainConfig::load("", {"time=1.5"}).time, 1.5);
+  EXPECT_FALSE(TrainConfig::load("", {"time=1.5", "time=null"}).time.has_value());
+}
+
+TEST(TrainConfig, ArgsYamlRoundTripsEveryKey) {
+  const auto dir = yolo11::test::scratch_dir("config_args");
+  const auto c = TrainConfig::load("", {"epochs=3", "freeze=[1,2]", "conf=0.25", "name=my run", "trace_steps=5:9",
+                                        "pretrained=weights/x.safetensors", "multi_scale=0.25", "cache=disk"});
+  c.save_args(dir);
+  ASSERT_TRUE(fs::exists(dir + "/args.yaml"));
+  const auto back = TrainConfig::load(dir + "/args.yaml", {});
+  EXPECT_EQ(back.to_yaml(), c.to_yaml());
+  EXPECT_EQ(back.name, "my run");
+  EXPECT_EQ(back.pretrained, "weights/x.safetensors");
+  for (const auto& k : yolo11::config::config_keys())
+    EXPECT_NE(("\n" + c.to_yaml()).find("\n" + k + ":"), std::string::npos) << k;  // every key is written
+}
+
+TEST(TrainConfig, ResumeAllowsOnlyRunControlKeys) {
+  const auto dir = yolo11::test::scratch_dir("config_resume");
+  const auto saved = TrainConfig::load("", {"epochs=10", "lr0=0.02"});
+  saved.save_args(dir);
+  const auto r = TrainConfig::load_for_resume(dir + "/args.yaml", {"epochs=20", "device=cpu", "workers=2"});
+  EXPECT_EQ(r.epochs, 20);
+  EXPECT_DOUBLE_EQ(r.lr0, 0.02);
+  EXPECT_NO_THROW(yolo11::config::check_resume_compatible(saved, r));
+  auto msg = error_of([&] { TrainConfig::load_for_resume(dir + "/args.yaml", {"lr0=0.1"}); });
+  EXPECT_NE(msg.find("'lr0' cannot be changed when resuming"), std::string::npos) << msg;
+  auto other = saved;
+  other.mosaic = 0.5;
+  msg = error_of([&] { yolo11::config::check_resume_compatible(saved, other); });
+  EXPECT_NE(msg.find("mosaic"), std::string::npos) << msg;
+}
+
+TEST(TrainConfig, MakeRunDirIncrementsLikeUltralytics) {
+  const auto dir = yolo11::test::scratch_dir("config_rundir");
+  const std::string p = dir + "/runs";
+  EXPECT_EQ(yolo11::config::make_run_dir(p, "", false), p + "/train");
+  EXPECT_TRUE(fs::is_directory(p + "/train/weights"));
+  EXPECT_EQ(yolo11::config::make_run_dir(p, "", false), p + "/train2");
+  EXPECT_EQ(yolo11::config::make_run_dir(p, "", false), p + "/train3");
+  EXPECT_EQ(yolo11::config::make_run_dir(p, "", true), p + "/train");
+  EXPECT_EQ(yolo11::config::make_run_dir(p, "exp", false), p + "/exp");
+}
+
+TEST(TrainConfig, ShippedRunConfigsLoad) {
+  const auto coco128 = TrainConfig::load(src("configs/coco128.yaml"), {});
+  EXPECT_EQ(coco128.imgsz, 640);
+  EXPECT_EQ(coco128.batch, 16);
+  EXPECT_EQ(coco128.epochs, 100);
+  EXPECT_EQ(coco128.model_scale, "n");
+  EXPECT_EQ(coco128.data, "configs/datasets/coco128.yaml");
+  const auto shapes = TrainConfig::load(src("configs/shapes3.yaml"), {});
+  EXPECT_EQ(shapes.imgsz, 256);
+  EXPECT_EQ(shapes.epochs, 30);
+  EXPECT_EQ(shapes.workers, 2);
+  EXPECT_FALSE(shapes.amp);
+  const auto coco8 = TrainConfig::load(src("configs/coco8.yaml"), {});
+  EXPECT_EQ(coco8.data, "configs/datasets/coco8.yaml");
+}

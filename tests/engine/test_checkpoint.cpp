@@ -1,0 +1,166 @@
+// Checkpoints: round trip of every field, optimizer state, fallback to last.prev, NaN refusal.
+#include "yolo11/engine/checkpoint.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "golden.h"
+#include "yolo11/io/safetensors.h"
+
+namespace fs = std::filesystem;
+using namespace yolo11;
+using engine::Checkpoint;
+
+namespace {
+
+Checkpoint make_ckpt(int64_t epoch, float fill) {
+  Checkpoint c;
+  c.epoch = epoch;
+  c.best_fitness = 0.25 + epoch;
+  c.model = {{"model.0.conv.weight", torch::full({4, 3, 3, 3}, fill)},
+             {"model.0.bn.running_mean", torch::full({4}, fill + 1)},
+             {"model.0.bn.num_batches_tracked", torch::tensor(int64_t{7})}};
+  c.ema = {{"model.0.conv.weight", torch::full({4, 3, 3, 3}, fill / 2)},
+           {"model.0.bn.running_mean", torch::full({4}, fill)},
+           {"model.0.bn.num_batches_tracked", torch::tensor(int64_t{7})}};
+  c.ema_updates = 42 + epoch;
+  c.optimizer = std::string("opt\0bytes", 9);
+  c.scaler = {{"scale", torch::tensor(65536.0f)}, {"growth_tracker", torch::tensor(int64_t{3})}};
+  c.args_yaml = "epochs: 3\nlr0: 0.01\n";
+  c.results_csv = "epoch,time\n1,2\n";
+  c.rng_cpu = engine::capture_rng_state();
+  c.extra = {{"loader_rng", "123 456"}};
+  return c;
+}
+
+void truncate_file(const std::string& p, size_t keep) {
+  std::string s;
+  {
+    std::ifstream f(p, std::ios::binary);
+    s.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  std::ofstream(p, std::ios::binary | std::ios::trunc).write(s.data(), static_cast<std::streamsize>(std::min(keep, s.size())));
+}
+
+}  // namespace
+
+TEST(Checkpoint, RoundTripKeepsEveryField) {
+  const auto dir = test::scratch_dir("ckpt_roundtrip");
+  const auto c = make_ckpt(2, 0.5f);
+  ASSERT_TRUE(engine::save_checkpoint(dir, c, /*is_best=*/true, /*epoch_copy=*/true));
+  for (const char* f : {"last.safetensors", "last.state.safetensors", "best.safetensors", "best.state.safetensors",
+                        "epoch2.safetensors", "epoch2.state.safetensors"})
+    EXPECT_TRUE(fs::exists(dir + "/" + f)) << f;
+  const auto back = engine::load_checkpoint(dir);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->epoch, 2);
+  EXPECT_EQ(back->best_fitness, 2.25);
+  EXPECT_EQ(back->ema_updates, 44);
+  EXPECT_EQ(back->optimizer, c.optimizer);
+  EXPECT_EQ(back->args_yaml, c.args_yaml);
+  EXPECT_EQ(back->results_csv, c.results_csv);
+  EXPECT_EQ(back->extra, c.extra);
+  ASSERT_EQ(back->model.size(), 3u);
+  ASSERT_EQ(back->ema.size(), 3u);
+  ASSERT_EQ(back->scaler.size(), 2u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(back->model[i].first, c.model[i].first);
+    EXPECT_TRUE(torch::equal(back->model[i].second, c.model[i].second));
+    EXPECT_EQ(back->ema[i].first, c.ema[i].first);
+    EXPECT_TRUE(torch::equal(back->ema[i].second, c.ema[i].second));
+  }
+  EXPECT_TRUE(torch::equal(back->scaler[0].second, c.scaler[0].second));
+  EXPECT_TRUE(torch::equal(back->rng_cpu, c.rng_cpu));
+  // The weights file alone is a plain safetensors state_dict with the reference keys (Python can load it).
+  const auto w = io::load_safetensors(dir + "/last.safetensors");
+  EXPECT_EQ(w.tensors.size(), 3u);
+  EXPECT_EQ(w.tensors[0].first, "model.0.conv.weight");
+  EXPECT_EQ(w.metadata.at("format"), "pt");
+}
+
+TEST(Checkpoint, TruncatedLastFallsBackToPrevious) {
+  const auto dir = test::scratch_dir("ckpt_fallback");
+  ASSERT_TRUE(engine::save_checkpoint(dir, make_ckpt(0, 1.0f), false, false));
+  ASSERT_TRUE(engine::save_checkpoint(dir, make_ckpt(1, 2.0f), false, false));
+  EXPECT_TRUE(fs::exists(dir + "/last.prev.safetensors"));
+  EXPECT_EQ(engine::load_checkpoint(dir)->epoch, 1);
+  truncate_file(dir + "/last.state.safetensors", 100);
+  auto c = engine::load_checkpoint(dir);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->epoch, 0);
+  EXPECT_EQ(c->path, dir + "/last.prev.safetensors");
+  // An empty last.safetensors is reported too, and the fallback is used.
+  truncate_file(dir + "/last.safetensors", 0);
+  EXPECT_EQ(engine::load_checkpoint(dir)->epoch, 0);
+  try {
+    engine::read_checkpoint(dir + "/last.safetensors");
+    ADD_FAILURE() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("last.safetensors' is empty"), std::string::npos) << e.what();
+  }
+  // Nothing usable at all → nullopt.
+  truncate_file(dir + "/last.prev.safetensors", 20);
+  EXPECT_FALSE(engine::load_checkpoint(dir).has_value());
+  EXPECT_FALSE(engine::load_checkpoint(test::scratch_dir("ckpt_empty_dir")).has_value());
+}
+
+TEST(Checkpoint, MismatchedPairIsRejected) {
+  const auto dir = test::scratch_dir("ckpt_mismatch");
+  ASSERT_TRUE(engine::save_checkpoint(dir, make_ckpt(0, 1.0f), false, false));
+  ASSERT_TRUE(engine::save_checkpoint(dir, make_ckpt(1, 2.0f), false, false));
+  // Simulate a crash between the two writes: the state file of the previous save beside the new weights.
+  fs::copy_file(dir + "/last.prev.state.safetensors", dir + "/last.state.safetensors", fs::copy_options::overwrite_existing);
+  EXPECT_THROW(engine::read_checkpoint(dir + "/last.safetensors"), std::runtime_error);
+  EXPECT_EQ(engine::load_checkpoint(dir)->epoch, 0);
+}
+
+TEST(Checkpoint, NaNWeightsAreNeverSaved) {
+  const auto dir = test::scratch_dir("ckpt_nan");
+  ASSERT_TRUE(engine::save_checkpoint(dir, make_ckpt(0, 1.0f), false, false));
+  auto bad = make_ckpt(1, 2.0f);
+  bad.ema[0].second[0][0][0][0] = std::nanf("");
+  EXPECT_FALSE(engine::save_checkpoint(dir, bad, true, false));
+  EXPECT_FALSE(fs::exists(dir + "/best.safetensors"));
+  EXPECT_FALSE(fs::exists(dir + "/last.prev.safetensors"));  // last.* untouched
+  EXPECT_EQ(engine::load_checkpoint(dir)->epoch, 0);
+}
+
+TEST(Checkpoint, OptimizerStateRoundTrips) {
+  torch::manual_seed(0);
+  auto make = [] {
+    auto w = torch::randn({5, 3}, torch::requires_grad());
+    return w;
+  };
+  auto w1 = make();
+  torch::optim::SGD opt1({w1}, torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
+  auto step = [](torch::optim::Optimizer& o, torch::Tensor& w) {
+    o.zero_grad();
+    (w * w).sum().backward();
+    o.step();
+  };
+  step(opt1, w1);
+  step(opt1, w1);
+  const std::string bytes = engine::save_optimizer_state(opt1);
+  auto w2 = w1.detach().clone().set_requires_grad(true);
+  auto w3 = w1.detach().clone().set_requires_grad(true);
+  torch::optim::SGD opt2({w2}, torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
+  torch::optim::SGD fresh({w3}, torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
+  engine::load_optimizer_state(opt2, bytes);
+  step(opt1, w1);
+  step(opt2, w2);   // same momentum buffer → same update
+  step(fresh, w3);  // no momentum history → a different update
+  EXPECT_TRUE(torch::equal(w1, w2));
+  EXPECT_FALSE(torch::allclose(w1, w3));
+  EXPECT_THROW(engine::load_optimizer_state(opt2, ""), std::runtime_error);
+}
+
+TEST(Checkpoint, RngStateRestores) {
+  const auto s = engine::capture_rng_state();
+  const auto a = torch::rand({4});
+  engine::restore_rng_state(s);
+  const auto b = torch::rand({4});
+  EXPECT_TRUE(torch::equal(a, b));
+}
