@@ -12,6 +12,31 @@ namespace {
 
 std::vector<double> to_double(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
 
+/// Σ BCE-with-logits(x, t) over all elements = Σ softplus(x) − Σ x·t, with the gradient (sigmoid(x) − t)·g
+/// produced in one buffer (the generic graph would allocate and add several (B, A, nc) temporaries). When
+/// `fg_only` is set, t is zero outside the rows selected by fg (B, A), and the x·t terms are taken there only.
+struct BceWithLogitsSum : public torch::autograd::Function<BceWithLogitsSum> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& t,
+                            const at::Tensor& fg, bool fg_only) {
+    ctx->save_for_backward({x, t, fg});
+    ctx->saved_data["fg_only"] = fg_only;
+    const auto xt = fg_only ? (x.index({fg}) * t.index({fg})).sum() : (x * t).sum();
+    return torch::softplus(x).sum() - xt;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &x = saved[0], &t = saved[1], &fg = saved[2];
+    auto grad = torch::sigmoid(x);
+    if (ctx->saved_data["fg_only"].toBool())
+      grad.index_put_({fg}, grad.index({fg}) - t.index({fg}));
+    else
+      grad.sub_(t);
+    grad.mul_(grad_out[0]);
+    return {grad, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 }  // namespace
 
 PaddedTargets preprocess_targets(const at::Tensor& batch_idx, const at::Tensor& cls, const at::Tensor& bboxes,
@@ -111,12 +136,7 @@ DetectionLoss::Output DetectionLoss::operator()(const std::vector<at::Tensor>& f
   // binary_cross_entropy_with_logits; gradient sigmoid(x) − t). Targets are zero off the foreground, so on the
   // CPU the x·t term is taken over foreground rows only.
   const bool dense = dense_override_ ? *dense_override_ : pred_scores.is_cuda();
-  at::Tensor xt;
-  if (dense)
-    xt = (pred_scores * asg.target_scores).sum();
-  else
-    xt = (pred_scores.index({asg.fg_mask}) * asg.target_scores.index({asg.fg_mask})).sum();
-  auto loss_cls = (torch::softplus(pred_scores).sum() - xt) / target_scores_sum;
+  auto loss_cls = BceWithLogitsSum::apply(pred_scores, asg.target_scores, asg.fg_mask, !dense) / target_scores_sum;
 
   // Box and DFL terms on foreground anchors, weighted by Σ_c target_scores. On CUDA they are evaluated on every
   // anchor (the weight is zero on background), which gives the same sums without the host sync of a boolean
