@@ -32,6 +32,7 @@ SchedulerOptions SchedulerOptions::from(const config::TrainConfig& cfg, const Op
   o.warmup_momentum = cfg.warmup_momentum;
   o.momentum = cfg.momentum;
   o.warmup_bias_lr = choice.warmup_bias_lr;
+  o.initial_lr = choice.lr0;
   return o;
 }
 
@@ -40,17 +41,23 @@ Scheduler::Scheduler(torch::optim::Optimizer& opt, const SchedulerOptions& o) : 
     throw std::runtime_error("Scheduler: epochs, nb, batch and nbs must be >= 1 (got epochs=" + std::to_string(o_.epochs) +
                              ", nb=" + std::to_string(o_.nb) + ", batch=" + std::to_string(o_.batch) +
                              ", nbs=" + std::to_string(o_.nbs) + ")");
-  for (auto& g : opt_.param_groups()) initial_lr_.push_back(g.options().get_lr());
+  for (auto& g : opt_.param_groups()) initial_lr_.push_back(o_.initial_lr > 0 ? o_.initial_lr : g.options().get_lr());
   nw_ = o_.warmup_epochs > 0
             ? std::max<int64_t>(static_cast<int64_t>(round_half_even(o_.warmup_epochs * static_cast<double>(o_.nb))), 100)
             : -1;
   accumulate_ = initial_accumulate(o_.nbs, o_.batch);
 }
 
+void Scheduler::set_epochs(int64_t epochs) {
+  if (epochs < 1) throw std::runtime_error("Scheduler::set_epochs: epochs must be >= 1, got " + std::to_string(epochs));
+  o_.epochs = epochs;
+}
+
 double Scheduler::lf(int64_t epoch) const {
   const double e = static_cast<double>(epoch), n = static_cast<double>(o_.epochs);
   if (o_.cos_lr) {  // one_cycle(1, lrf, epochs)
-    return std::max((1.0 - std::cos(e * M_PI / n)) / 2.0, 0.0) * (o_.lrf - 1.0) + 1.0;
+    constexpr double kPi = 3.14159265358979323846;  // math.pi
+    return std::max((1.0 - std::cos(e * kPi / n)) / 2.0, 0.0) * (o_.lrf - 1.0) + 1.0;
   }
   return std::max(1.0 - e / n, 0.0) * (1.0 - o_.lrf) + o_.lrf;
 }

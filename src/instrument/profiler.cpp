@@ -157,8 +157,9 @@ struct Profiler::Impl {
       if (s.count > 0 || i < kStepStages.size()) w.stages.push_back(s);
     }
     if (with_epoch_level) {
+      // val / checkpoint / log, and any stage opened outside a step (reported as its share of the epoch).
       for (size_t i = 0; i < names.size(); ++i) {
-        if (!per_epoch[i]) continue;
+        if (epoch_level[i].empty()) continue;
         StageSummary s;
         s.name = names[i];
         s.per_epoch = true;
@@ -188,26 +189,37 @@ struct Profiler::Impl {
     }
   }
 
-  void open_csv() {
-    if (o.run_dir.empty() || csv.is_open()) return;
+  // breakdown.csv rows are buffered and written at most once a minute from end_step, and at every epoch end
+  // and finish: the trainer thread makes no file I/O in ordinary steps.
+  static constexpr int64_t kCsvFlushNs = 60'000'000'000;
+  std::string csv_buffer;
+  int64_t csv_last_flush = 0;
+
+  void flush_csv() {
+    if (o.run_dir.empty() || csv_buffer.empty()) return;
     const std::string path = o.run_dir + "/breakdown.csv";
-    const bool fresh = !std::filesystem::exists(path) || std::filesystem::file_size(path) == 0;
-    csv.open(path, std::ios::app);
-    if (!csv) throw std::runtime_error("instrument: cannot open " + path + " for writing; check run_dir permissions");
-    if (fresh) {
-      csv << "kind,epoch,first_step,last_step,steps,images,stage,count,mean_s,p50_s,p95_s,max_s,share,"
-             "images_per_s,gpu_util,cpu_percent,rss_mb,gpu_mem_mb,diagnosis\n";
+    if (!csv.is_open()) {
+      const bool fresh = !std::filesystem::exists(path) || std::filesystem::file_size(path) == 0;
+      csv.open(path, std::ios::app);
+      if (!csv) throw std::runtime_error("instrument: cannot open " + path + " for writing; check run_dir permissions");
+      if (fresh) {
+        csv << "kind,epoch,first_step,last_step,steps,images,stage,count,mean_s,p50_s,p95_s,max_s,share,"
+               "images_per_s,gpu_util,cpu_percent,rss_mb,gpu_mem_mb,diagnosis\n";
+      }
     }
+    csv << csv_buffer;
+    csv.flush();
+    csv_buffer.clear();
+    csv_last_flush = now_ns();
   }
 
   void write_csv(const WindowSummary& w, const Diagnosis& d) {
-    open_csv();
-    if (!csv.is_open()) return;
+    if (o.run_dir.empty()) return;
     auto row = [&](const StageSummary& s, const std::string& diag) {
-      csv << fmt::format("{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},{:.3f},{:.1f},{:.1f},{:.1f},{:.1f},\"{}\"\n",
-                         w.kind, w.epoch, w.first_step, w.last_step, w.steps, w.images, s.name, s.count, s.mean, s.p50,
-                         s.p95, s.max, s.share, w.images_per_s, w.gpu_util, w.cpu_percent, w.rss_mb, w.gpu_mem_mb,
-                         diag);
+      csv_buffer += fmt::format(
+          "{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},{:.3f},{:.1f},{:.1f},{:.1f},{:.1f},\"{}\"\n", w.kind,
+          w.epoch, w.first_step, w.last_step, w.steps, w.images, s.name, s.count, s.mean, s.p50, s.p95, s.max, s.share,
+          w.images_per_s, w.gpu_util, w.cpu_percent, w.rss_mb, w.gpu_mem_mb, diag);
     };
     for (const auto& s : w.stages) {
       if (s.count > 0) row(s, s.per_epoch ? "per_epoch" : "");
@@ -215,7 +227,7 @@ struct Profiler::Impl {
     std::string diag = d.to_string();
     std::replace(diag.begin(), diag.end(), '"', '\'');
     row(w.step, diag);
-    csv.flush();
+    if (w.kind != "window" || now_ns() - csv_last_flush >= kCsvFlushNs) flush_csv();
   }
 
   void close_window(int64_t t_end) {
@@ -333,6 +345,7 @@ Profiler::Profiler(ProfilerOptions opts) : impl_(std::make_unique<Impl>()) {
                  o.profile_steps->first, o.profile_steps->second);
   }
   m.t_start = now_ns();
+  m.csv_last_flush = m.t_start;
   m.window_t0 = m.t_start;
   m.last_step_end = m.t_start;
   trace::clear();
@@ -543,8 +556,9 @@ void Profiler::finish() {
       j["trace"] = trace_path;
     }
     io::write_file_atomic(o.run_dir + "/summary.json", j.dump(2));
-    spdlog::info("instrument: run diagnosis: {}", d.to_string());
+    if (o.log_lines) spdlog::info("instrument: run diagnosis: {}", d.to_string());
   }
+  m.flush_csv();
   if (m.csv.is_open()) m.csv.close();
 }
 

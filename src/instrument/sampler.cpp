@@ -194,6 +194,7 @@ Sample Sampler::sample_now() {
   Sample s;
   s.t_ns = now_ns();
   const double cpu = process_cpu_seconds();
+  s.cpu_s = cpu;
   s.rss_mb = process_rss_mb();
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -241,18 +242,13 @@ void Sampler::loop() {
 SampleAggregate Sampler::aggregate(int64_t t0_ns, int64_t t1_ns) const {
   SampleAggregate a;
   std::lock_guard<std::mutex> lock(mutex_);
+  // Readings are in time order: binary-search the span instead of scanning up to kKeepSeconds of them.
+  auto by_time = [](const Sample& s, int64_t t) { return s.t_ns < t; };
+  const auto lo = std::lower_bound(samples_.begin(), samples_.end(), t0_ns, by_time);
+  const auto hi = std::lower_bound(lo, samples_.end(), t1_ns + 1, by_time);
   std::vector<const Sample*> in;
-  for (const Sample& s : samples_) {
-    if (s.t_ns >= t0_ns && s.t_ns <= t1_ns) in.push_back(&s);
-  }
-  if (in.empty()) {
-    for (auto it = samples_.rbegin(); it != samples_.rend(); ++it) {
-      if (it->t_ns <= t1_ns) {
-        in.push_back(&*it);
-        break;
-      }
-    }
-  }
+  for (auto it = lo; it != hi; ++it) in.push_back(&*it);
+  if (in.empty() && hi != samples_.begin()) in.push_back(&*std::prev(hi));  // latest reading before t1
   a.n = static_cast<int64_t>(in.size());
   auto mean = [&](double Sample::*f) {
     double sum = 0;
@@ -268,6 +264,10 @@ SampleAggregate Sampler::aggregate(int64_t t0_ns, int64_t t1_ns) const {
     return m;
   };
   a.cpu_percent = mean(&Sample::cpu_percent);
+  if (in.size() >= 2 && in.front()->cpu_s >= 0 && in.back()->cpu_s >= 0 && in.back()->t_ns > in.front()->t_ns) {
+    a.cpu_percent = 100.0 * (in.back()->cpu_s - in.front()->cpu_s) /
+                    (static_cast<double>(in.back()->t_ns - in.front()->t_ns) * 1e-9);
+  }
   a.gpu_util = mean(&Sample::gpu_util);
   a.sm_clock_mhz = mean(&Sample::sm_clock_mhz);
   a.power_w = mean(&Sample::power_w);

@@ -42,6 +42,15 @@ void summarize_samples(const std::vector<double>& samples, StageSummary& out) {
 
 namespace {
 std::string pct(double v) { return v >= 0 ? fmt::format("{:.0f}%", v) : std::string("n/a"); }
+
+// Seconds with about three significant digits and never an exponent: 0.214, 0.0123, 0.00123, 0.000012.
+std::string secs(double v) {
+  const double a = std::abs(v);
+  if (a >= 0.1) return fmt::format("{:.3f}", v);
+  if (a >= 0.01) return fmt::format("{:.4f}", v);
+  if (a >= 0.001) return fmt::format("{:.5f}", v);
+  return fmt::format("{:.6f}", v);
+}
 }  // namespace
 
 std::string format_window_line(const WindowSummary& w) {
@@ -49,9 +58,9 @@ std::string format_window_line(const WindowSummary& w) {
   const double steps = std::max<double>(1.0, static_cast<double>(w.steps));
   for (const auto& s : w.stages) {
     if (s.count == 0 || s.per_epoch) continue;
-    line += fmt::format("{}: {:.3f}s ({:.0f}%), ", s.name, s.total / steps, 100.0 * s.share);
+    line += fmt::format("{}: {}s ({:.0f}%), ", s.name, secs(s.total / steps), 100.0 * s.share);
   }
-  line += fmt::format("step: {:.3f}s, {:.1f} img/s, data-wait {:.0f}%, GPU {}", w.step.mean, w.images_per_s,
+  line += fmt::format("step: {}s, {:.1f} img/s, data-wait {:.0f}%, GPU {}", secs(w.step.mean), w.images_per_s,
                       100.0 * w.share("dataloader"), pct(w.gpu_util));
   if (w.cpu_percent >= 0) line += fmt::format(", CPU {:.0f}%", w.cpu_percent);
   return line;

@@ -6,7 +6,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <cctype>
 #include <iomanip>
+#include <optional>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -100,7 +103,41 @@ std::string resolve_model_yaml(const std::string& path) {
                            in_models.string() + "); pass model=configs/models/yolo11.yaml");
 }
 
-YOLOImpl::YOLOImpl(const ModelOptions& o) : o_(o) {
+void to_channels_last(torch::nn::Module& m) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : m.parameters())
+    if (p.dim() == 4) p.set_data(p.contiguous(torch::MemoryFormat::ChannelsLast));
+  for (auto& b : m.buffers())
+    if (b.dim() == 4) b.set_data(b.contiguous(torch::MemoryFormat::ChannelsLast));
+}
+
+std::optional<std::string> guess_model_scale(const std::string& path) {
+  static const std::regex re(R"(yolo[v]?\d+([nslmx])(?:[-_.].*)?$)", std::regex::icase);
+  std::smatch m;
+  const std::string name = fs::path(path).filename().string();
+  if (std::regex_match(name, m, re)) return std::string(1, static_cast<char>(std::tolower(m[1].str()[0])));
+  return std::nullopt;
+}
+
+namespace {
+/// Ultralytics' model-name convention: "yolo11n.yaml" means yolo11.yaml at scale n (the file with the scale
+/// letter usually does not exist). Returns the options with yaml/scale rewritten when that applies.
+ModelOptions unify_model_name(ModelOptions o) {
+  if (fs::exists(o.yaml)) return o;
+  const auto scale = guess_model_scale(o.yaml);
+  if (!scale) return o;
+  static const std::regex strip(R"((\d+)[nslmx]((?:[-_.].*)?)$)", std::regex::icase);
+  const fs::path p(o.yaml);
+  const std::string unified = (p.parent_path() / std::regex_replace(p.filename().string(), strip, "$1$2")).string();
+  if (*scale != o.scale) spdlog::info("model '{}': using {} with scale '{}' (was '{}')", o.yaml, unified, *scale, o.scale);
+  o.yaml = unified;
+  o.scale = *scale;
+  return o;
+}
+}  // namespace
+
+YOLOImpl::YOLOImpl(const ModelOptions& opts) : o_(unify_model_name(opts)) {
+  const ModelOptions& o = o_;
   const std::string yaml = resolve_model_yaml(o.yaml);
   YAML::Node root;
   try {
@@ -265,7 +302,18 @@ YOLOImpl::YOLOImpl(const ModelOptions& o) : o_(o) {
   for (const auto f : layers_.back().from) save_[static_cast<size_t>(f)] = true;
 }
 
+void YOLOImpl::check_input(const torch::Tensor& x) const {
+  const int64_t s = strides().back();
+  if (x.dim() != 4 || x.size(1) != 3 || x.size(2) % s != 0 || x.size(3) % s != 0) {
+    std::ostringstream ss;
+    ss << "YOLO forward: input " << x.sizes() << " must be (B, 3, H, W) with H and W multiples of " << s
+       << " (letterbox / pad the images to a multiple of the max stride)";
+    throw std::invalid_argument(ss.str());
+  }
+}
+
 std::vector<torch::Tensor> YOLOImpl::forward_feats(const torch::Tensor& x) {
+  check_input(x);
   std::vector<torch::Tensor> outs(layers_.size());
   torch::Tensor cur = x;
   for (size_t i = 0; i + 1 < layers_.size(); ++i) {
@@ -282,6 +330,7 @@ std::vector<torch::Tensor> YOLOImpl::forward_feats(const torch::Tensor& x) {
 }
 
 std::vector<torch::Tensor> YOLOImpl::forward_layers(const torch::Tensor& x, const std::vector<int64_t>& keep) {
+  check_input(x);
   std::vector<torch::Tensor> outs(layers_.size());
   for (size_t i = 0; i + 1 < layers_.size(); ++i) {
     std::vector<torch::Tensor> in;

@@ -65,10 +65,14 @@ void replay(const std::string& scen) {
       EXPECT_EQ(step, r.at("optimizer_step").get<bool>());
       EXPECT_EQ(steps, r.at("ema_updates_after").get<int64_t>());
       EXPECT_TRUE(close_rel(sched.lrs(), r.at("lr"), "lr"));
-      if (sgd) EXPECT_TRUE(close_rel(sched.momentums(), r.at("momentum"), "momentum"));
+      if (sgd) {
+        EXPECT_TRUE(close_rel(sched.momentums(), r.at("momentum"), "momentum"));
+      }
     }
     EXPECT_TRUE(close_rel(sched.lrs(), pe.at("lr_logged_end_of_epoch"), "lr_logged_end_of_epoch e" + std::to_string(epoch)));
-    if (sgd) EXPECT_TRUE(close_rel(sched.momentums(), pe.at("momentum_end_of_epoch"), "momentum_end_of_epoch"));
+    if (sgd) {
+      EXPECT_TRUE(close_rel(sched.momentums(), pe.at("momentum_end_of_epoch"), "momentum_end_of_epoch"));
+    }
     EXPECT_EQ(steps, pe.at("optimizer_steps_so_far").get<int64_t>());
   }
   EXPECT_EQ(checked, static_cast<int64_t>(by_ni.size()));
@@ -95,6 +99,15 @@ TEST(Scheduler, CosineScheduleGoesFromOneToLrf) {
   engine::Scheduler nowarm(opt, o);
   EXPECT_EQ(nowarm.warmup_iterations(), -1);
   EXPECT_FALSE(nowarm.in_warmup(0));
+}
+
+TEST(Scheduler, BaseLrComesFromTheChoiceNotTheCurrentLr) {
+  const auto cfg = config::TrainConfig::load("", {"optimizer=SGD", "epochs=10"});
+  auto choice = engine::build_optimizer(engine::build_param_groups(test::yolo11n_named_params()), cfg, 80, 20, 5e-4);
+  for (auto& g : choice.opt->param_groups()) g.options().set_lr(1e-5);  // as after loading a mid-run optimizer state
+  engine::Scheduler sched(*choice.opt, cfg, choice, 8);
+  sched.on_epoch_start(5);
+  for (double lr : sched.lrs()) EXPECT_DOUBLE_EQ(lr, 0.01 * sched.lf(5));
 }
 
 TEST(Scheduler, NumpyHelpersRoundHalfToEven) {

@@ -223,3 +223,39 @@ TEST(YOLO, Yolo11sNc3ForwardFromF16WeightsMatchesGoldenReleasedGraph) {
   const auto silu = test::load_golden("yolo11s_nc3_forward_sppf_silu.safetensors");
   check_forward("s", 3, true, main, silu, /*check_bn=*/false);
 }
+
+TEST(YOLO, ChannelsLastGivesTheSameOutputs) {
+  torch::NoGradGuard no_grad;
+  const auto f = test::load_golden("yolo11n_forward.safetensors");
+  auto m = load_model("n", 80, true, f);
+  m->eval();
+  const auto ref = m->forward_feats(f.at("images"));
+  model::to_channels_last(*m);
+  EXPECT_TRUE(model::state_dict(*m)[0].second.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  const auto got = m->forward_feats(f.at("images").contiguous(torch::MemoryFormat::ChannelsLast));
+  for (size_t l = 0; l < got.size(); ++l) EXPECT_ALL_CLOSE(got[l], ref[l], 1e-4, 1e-4);
+}
+
+TEST(YOLO, InputNotAMultipleOfTheMaxStrideIsAClearError) {
+  model::YOLO m(model::ModelOptions{});
+  try {
+    m->forward_feats(torch::rand({1, 3, 96, 100}));
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("multiples of 32"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(m->forward_feats(torch::rand({1, 1, 64, 64})), std::invalid_argument);
+}
+
+TEST(YOLO, ModelNameWithScaleLetterSelectsTheScaleLikeUltralytics) {
+  EXPECT_EQ(model::guess_model_scale("yolo11n.yaml").value_or(""), "n");
+  EXPECT_EQ(model::guess_model_scale("configs/models/yolo11x.yaml").value_or(""), "x");
+  EXPECT_EQ(model::guess_model_scale("yolo11m.safetensors").value_or(""), "m");
+  EXPECT_FALSE(model::guess_model_scale("yolo11.yaml").has_value());
+  model::YOLO m(model::ModelOptions{"yolo11s.yaml", "n", 80, true});
+  EXPECT_EQ(m->options().scale, "s");
+  EXPECT_EQ(m->num_params(), 9458752);
+  const std::string table = m->table();
+  EXPECT_NE(table.find("C3k2"), std::string::npos) << table;
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 25) << table;  // header + 24 layers
+}

@@ -20,11 +20,13 @@ struct SchedulerOptions {
   double momentum = 0.937;        ///< warmup momentum target (the configured momentum, as in the reference)
   double warmup_bias_lr = 0.1;    ///< effective value (0 for optimizer=auto)
   int64_t bias_group = 2;         ///< index of the bias group (warms up from warmup_bias_lr)
+  double initial_lr = 0;          ///< every group's base lr; 0 = read each group's lr from the optimizer
+                                  ///< at construction (then construct before loading optimizer state)
   static SchedulerOptions from(const config::TrainConfig& cfg, const OptimizerChoice& choice, int64_t nb);
 };
 
-/// Drives lr / momentum of an optimizer's groups. The initial lr of each group is taken from the optimizer at
-/// construction. Call on_epoch_start(e) before the first batch of epoch e, on_iteration(ni, e) before each
+/// Drives lr / momentum of an optimizer's groups. The base lr of each group is SchedulerOptions::initial_lr
+/// (the choice's lr0 when built from an OptimizerChoice, so it is right after a resume too). Call on_epoch_start(e) before the first batch of epoch e, on_iteration(ni, e) before each
 /// forward (ni = i + nb·e), should_step(ni) after backward.
 class Scheduler {
  public:
@@ -42,6 +44,9 @@ class Scheduler {
   void on_iteration(int64_t ni, int64_t epoch);
   /// True when ni − last_step ≥ accumulate; then records ni as the last step.
   bool should_step(int64_t ni);
+
+  /// Changes the number of epochs of lf (Ultralytics recomputes epochs when `time` is set).
+  void set_epochs(int64_t epochs);
 
   int64_t accumulate() const { return accumulate_; }
   int64_t warmup_iterations() const { return nw_; }  ///< nw, or −1 without warmup

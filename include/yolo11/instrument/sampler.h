@@ -18,6 +18,7 @@ namespace yolo11::instrument {
 struct Sample {
   int64_t t_ns = 0;             ///< now_ns() at the reading
   double cpu_percent = -1;      ///< process CPU since the previous reading, 100 = one core busy
+  double cpu_s = -1;            ///< cumulative process CPU time (user + system), s
   double rss_mb = -1;           ///< resident set, MiB
   double gpu_util = -1;         ///< NVML GPU utilisation, %
   double gpu_mem_mb = -1;       ///< NVML memory used on the device (all processes), MiB
@@ -30,8 +31,10 @@ struct Sample {
 /// Means/maxima of the samples in a time span; −1 where n/a.
 struct SampleAggregate {
   int64_t n = 0;
+  /// cpu: CPU time over wall time between the first and last reading (time-weighted); gpu util/clock/power:
+  /// mean; memory: max.
   double cpu_percent = -1, rss_mb = -1, gpu_util = -1, gpu_mem_mb = -1, sm_clock_mhz = -1, power_w = -1,
-         peak_alloc_mb = -1;  ///< cpu/gpu util/clock/power: mean; memory: max
+         peak_alloc_mb = -1;
 };
 
 /// Process CPU time (user + system) from /proc/self/stat, seconds; −1 when unreadable.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,9 @@
 
 namespace yolo11::model {
 
-/// How to build the model. `yaml` is the Ultralytics model YAML; `scale` one of its `scales` keys (n/s/m/l/x);
+/// How to build the model. `yaml` is the Ultralytics model YAML; `scale` one of its `scales` keys (n/s/m/l/x).
+/// As in Ultralytics, a name with a scale letter that does not exist as a file ("yolo11n.yaml",
+/// "configs/models/yolo11s.yaml") means the unscaled YAML at that scale (the letter wins over `scale`);
 /// `nc` overrides the YAML's nc; `sppf_act` = false reproduces 8.4.50's SPPF.cv1 without activation (the
 /// released YOLO11 graph and weights have it: true).
 struct ModelOptions {
@@ -45,7 +48,8 @@ class YOLOImpl : public torch::nn::Module {
   explicit YOLOImpl(const ModelOptions& o);
 
   /// Raw per-level head outputs (B, 4·reg_max + nc, H/s, W/s) for s = 8, 16, 32 (golden train_feat/eval_feat
-  /// layout), what the loss consumes. x: (B, 3, H, W) float in [0, 1], H and W multiples of 32 (not checked).
+  /// layout), what the loss consumes. x: (B, 3, H, W) float in [0, 1], H and W multiples of 32 (else
+  /// std::invalid_argument naming the shape).
   std::vector<torch::Tensor> forward_feats(const torch::Tensor& x);
   /// Decoded (B, 4 + nc, A): cx, cy, w, h in input pixels + sigmoid class scores (golden eval_out).
   torch::Tensor decode(const std::vector<torch::Tensor>& feats) const;
@@ -82,6 +86,7 @@ class YOLOImpl : public torch::nn::Module {
   torch::nn::ModuleList model{nullptr};  // state_dict key: "model"
 
  private:
+  void check_input(const torch::Tensor& x) const;
   struct Layer {
     std::vector<int64_t> from;
     std::function<torch::Tensor(const std::vector<torch::Tensor>&)> fn;  // non-Detect layers
@@ -94,6 +99,14 @@ class YOLOImpl : public torch::nn::Module {
   bool fused_ = false;
 };
 TORCH_MODULE(YOLO);
+
+/// Converts every 4-D parameter and buffer of `m` to channels_last memory format in place (values unchanged;
+/// feed inputs with x.contiguous(torch::MemoryFormat::ChannelsLast)). Gradients follow the parameter layout.
+void to_channels_last(torch::nn::Module& m);
+
+/// Scale letter in a model name like Ultralytics' guess_model_scale: "yolo11n.yaml" → "n", "yolo11x-p2.yaml" →
+/// "x"; nullopt when there is none ("yolo11.yaml").
+std::optional<std::string> guess_model_scale(const std::string& path);
 
 /// Resolves a model YAML path: as given if it exists, else relative to the repository's configs/models (compile-time
 /// source dir) — so tests and apps find the default from any working directory. Throws when neither exists.

@@ -1,0 +1,118 @@
+// yolo11-bench-model: forward+backward time of a YOLO11 model (default yolo11n, batch 8, 640) on the current
+// device, NCHW vs channels_last, and eval forward fused vs unfused. A plain main (few iterations, long steps):
+//   yolo11-bench-model [--scale n] [--batch 8] [--imgsz 640] [--iters 3] [--warmup 1] [--threads 0] [--cuda]
+// Prints one line per configuration (mean and min seconds per iteration, images/s). Figures go to docs/model.md.
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "yolo11/model/yolo.h"
+
+using namespace yolo11;
+
+namespace {
+
+struct Args {
+  std::string scale = "n";
+  int64_t batch = 8, imgsz = 640, iters = 3, warmup = 1, threads = 0;
+  bool cuda = false;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::runtime_error("missing value after " + k);
+      return argv[++i];
+    };
+    if (k == "--scale") a.scale = next();
+    else if (k == "--batch") a.batch = std::stoll(next());
+    else if (k == "--imgsz") a.imgsz = std::stoll(next());
+    else if (k == "--iters") a.iters = std::stoll(next());
+    else if (k == "--warmup") a.warmup = std::stoll(next());
+    else if (k == "--threads") a.threads = std::stoll(next());
+    else if (k == "--cuda") a.cuda = true;
+    else throw std::runtime_error("unknown option " + k + " (see the comment at the top of bench/model.cpp)");
+  }
+  return a;
+}
+
+void sync(const torch::Device& d) {
+  if (d.is_cuda()) torch::cuda::synchronize();
+}
+
+struct Stat {
+  double mean = 0, min = 1e300;
+};
+
+template <typename F>
+Stat time_it(const Args& a, const torch::Device& dev, F&& step) {
+  for (int64_t i = 0; i < a.warmup; ++i) step();
+  sync(dev);
+  Stat s;
+  for (int64_t i = 0; i < a.iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    step();
+    sync(dev);
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    s.mean += dt / static_cast<double>(a.iters);
+    s.min = std::min(s.min, dt);
+  }
+  return s;
+}
+
+void report(const char* name, const Args& a, const Stat& s) {
+  std::printf("%-36s mean %.3f s  min %.3f s  %.1f img/s\n", name, s.mean, s.min,
+              static_cast<double>(a.batch) / s.mean);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const Args a = parse(argc, argv);
+  if (a.threads > 0) torch::set_num_threads(static_cast<int>(a.threads));
+  const torch::Device dev = a.cuda && torch::cuda::is_available() ? torch::Device(torch::kCUDA) : torch::kCPU;
+  std::printf("yolo11%s batch %lld imgsz %lld on %s, %d intra-op threads, %lld timed iters after %lld warmup\n",
+              a.scale.c_str(), static_cast<long long>(a.batch), static_cast<long long>(a.imgsz),
+              dev.str().c_str(), torch::get_num_threads(), static_cast<long long>(a.iters),
+              static_cast<long long>(a.warmup));
+  torch::manual_seed(0);
+  const auto x = torch::rand({a.batch, 3, a.imgsz, a.imgsz}, torch::TensorOptions().device(dev));
+
+  for (const bool channels_last : {false, true}) {
+    model::YOLO m(model::ModelOptions{"configs/models/yolo11.yaml", a.scale, 80, true});
+    m->to(dev);
+    if (channels_last) model::to_channels_last(*m);
+    m->train();
+    const auto in = channels_last ? x.contiguous(torch::MemoryFormat::ChannelsLast) : x;
+    const auto s = time_it(a, dev, [&] {
+      m->zero_grad();
+      const auto feats = m->forward_feats(in);
+      auto loss = feats[0].to(torch::kFloat).square().mean() + feats[1].to(torch::kFloat).square().mean() + feats[2].to(torch::kFloat).square().mean();
+      loss.backward();
+    });
+    report(channels_last ? "train fwd+bwd, channels_last" : "train fwd+bwd, NCHW", a, s);
+  }
+
+  model::YOLO m(model::ModelOptions{"configs/models/yolo11.yaml", a.scale, 80, true});
+  m->to(dev);
+  m->eval();
+  torch::NoGradGuard no_grad;
+  report("eval forward, unfused, NCHW", a, time_it(a, dev, [&] { m->forward(x); }));
+  m->fuse();
+  report("eval forward, fused, NCHW", a, time_it(a, dev, [&] { m->forward(x); }));
+  model::to_channels_last(*m);
+  const auto xl = x.contiguous(torch::MemoryFormat::ChannelsLast);
+  report("eval forward, fused, channels_last", a, time_it(a, dev, [&] { m->forward(xl); }));
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "yolo11-bench-model: %s\n", e.what());
+  return 1;
+}

@@ -1,0 +1,97 @@
+#pragma once
+// Multi-threaded batch loader: `workers` threads build whole batches (load → mosaic → augment → collate) into a
+// bounded, ordered prefetch queue. Every sample's draws come from Rng::for_sample(seed, epoch, dataset index) and
+// the order from (seed, epoch), so a run is identical whatever `workers` is. Sharded by rank / world (DDP).
+#include <ATen/Tensor.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "yolo11/data/augment.h"
+#include "yolo11/data/batch.h"
+#include "yolo11/data/dataset.h"
+
+namespace yolo11::data {
+
+struct LoaderOptions {
+  int64_t batch = 16;
+  int workers = 8;         ///< 0 = build batches on the calling thread inside next()
+  bool shuffle = true;     ///< ignored (false) for rect datasets
+  uint64_t seed = 0;
+  int prefetch = 4;        ///< batches built ahead of the consumer (≥ 1)
+  int rank = 0, world = 1;
+  bool pin_memory = false;  ///< page-locked images (only honoured when torch::cuda::is_available())
+  bool drop_last = false;
+};
+
+class Loader {
+ public:
+  /// `aug.augment == false` → validation chain (letterbox to imgsz or the dataset's rect batch shapes).
+  /// Throws std::runtime_error on invalid options (batch < 1, rank ∉ [0, world)).
+  Loader(std::shared_ptr<Dataset> ds, AugmentOptions aug, LoaderOptions opt);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  /// Reseeds and reshuffles (deterministic from seed + epoch); discards anything prefetched.
+  void start_epoch(int64_t epoch);
+  /// Next batch of the epoch in order; nullopt at the end. Blocks while it is being built. Rethrows a worker's
+  /// exception. Calls start_epoch(0) if no epoch was started.
+  std::optional<Batch> next();
+  int64_t num_batches() const;
+  /// Letterbox-only training (mosaic = mixup = cutmix = 0) from now on: immediately if nothing of the current
+  /// epoch was consumed yet (prefetched batches are rebuilt), else from the next start_epoch().
+  void close_mosaic();
+  /// Batches built and waiting (for instrumentation).
+  size_t queue_depth() const;
+  const Dataset& dataset() const { return *ds_; }
+  const AugmentOptions& augment_options() const { return aug_; }
+
+  /// Builds batch `b` of the current epoch order synchronously (what workers run). Exposed for benchmarks/tests.
+  Batch build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
+                    const std::vector<int64_t>& order) const;
+
+ private:
+  void worker_loop();
+  void restart_locked(int64_t epoch);
+
+  std::shared_ptr<Dataset> ds_;
+  AugmentOptions aug_;
+  LoaderOptions opt_;
+  bool pin_ = false;
+
+  mutable std::mutex m_;
+  std::condition_variable cv_work_, cv_ready_;
+  std::vector<std::thread> threads_;
+  bool stop_ = false;
+  bool started_ = false;
+  bool close_pending_ = false;
+  int64_t epoch_ = 0;
+  uint64_t generation_ = 0;
+  std::shared_ptr<const std::vector<int64_t>> order_;
+  std::shared_ptr<const AugmentOptions> epoch_aug_;
+  int64_t nb_ = 0, next_assign_ = 0, next_deliver_ = 0;
+  struct Slot {
+    std::optional<Batch> batch;
+    std::exception_ptr error;
+  };
+  std::map<int64_t, Slot> ready_;
+};
+
+/// Sample order of one epoch for this rank: a permutation of [0, n) from (seed, epoch) when shuffling, padded by
+/// wrapping to a multiple of world, then every world-th index starting at rank (torch DistributedSampler layout).
+std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world);
+
+/// Ultralytics multi_scale: a random size in [0.5·imgsz, 1.5·imgsz + stride) rounded down to the stride; returns
+/// the batch images (float, B×3×H×W) bilinearly resized so the long side is that size (each side a multiple of
+/// stride) or unchanged. Boxes are normalized and need no change.
+at::Tensor multi_scale(const at::Tensor& images, int64_t imgsz, int64_t stride, Rng& rng);
+
+}  // namespace yolo11::data

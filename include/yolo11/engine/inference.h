@@ -1,0 +1,24 @@
+#pragma once
+// Loading a trained detector for validation / prediction from a weights file alone.
+#include <string>
+#include <vector>
+
+#include "yolo11/model/yolo.h"
+
+namespace yolo11::engine {
+
+struct LoadedDetector {
+  model::YOLO model{nullptr};
+  std::string scale;                ///< n | s | m | l | x
+  int64_t nc = 0;
+  std::vector<std::string> names;   ///< from the file's metadata ("names", JSON list) when present, else "0".."nc-1"
+  std::string report;               ///< the weight-transfer report line
+};
+
+/// Builds YOLO11 from `model_yaml` with the scale and nc the weights imply (metadata "model_scale"/"nc" when
+/// present, else inferred from tensor shapes: width of model.0 and entry count give the scale, the class
+/// branch's last conv gives nc) and loads them (every entry must transfer). Throws std::runtime_error naming
+/// the file when it is unreadable or matches no YOLO11 scale.
+LoadedDetector load_detector(const std::string& weights, const std::string& model_yaml = "configs/models/yolo11.yaml");
+
+}  // namespace yolo11::engine

@@ -1,0 +1,36 @@
+#pragma once
+// Offline analysis of a run's instrumentation output (yolo11-analyze): reads breakdown.csv (preferred) or the
+// window lines of train.log, combines the windows into one per-stage summary and diagnoses the bottleneck.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "yolo11/instrument/diagnosis.h"
+#include "yolo11/instrument/stats.h"
+
+namespace yolo11::instrument {
+
+struct AnalyzeResult {
+  std::string source;                  ///< the file the windows came from
+  std::vector<WindowSummary> windows;  ///< in file order
+  std::vector<StageSummary> epoch_stages;  ///< val / checkpoint / log, combined over epochs (breakdown.csv only)
+  WindowSummary overall;               ///< windows combined (kind "run")
+  AdviceContext context;               ///< settings quoted by the advice (summary.json / args.yaml / defaults)
+  Diagnosis diagnosis;                 ///< of `overall`
+  std::vector<Diagnosis> window_diagnoses;
+  std::string report;                  ///< human-readable table + diagnosis
+};
+
+/// Window rows (kind "window") of a breakdown.csv. Throws std::runtime_error naming the file and line when
+/// the header or a row is malformed.
+std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vector<StageSummary>* epoch_stages = nullptr);
+/// Every window line found in a log (train.log or a captured console); other lines are ignored.
+std::vector<WindowSummary> read_log_windows(const std::string& path);
+/// Combines windows: totals add up; mean = total / count; p50 = median of window p50s, p95 = 95th percentile of
+/// window p95s (windows keep no raw samples), max = max; shares of the summed step time.
+WindowSummary combine_windows(const std::vector<WindowSummary>& windows);
+/// `path`: a run directory (breakdown.csv, else train.log; summary.json / args.yaml give the advice context),
+/// or a breakdown.csv / log file. Throws std::runtime_error when nothing can be read or no window is found.
+AnalyzeResult analyze_run(const std::string& path);
+
+}  // namespace yolo11::instrument

@@ -1,0 +1,309 @@
+// Dataset: scan, filter, image cache, load_image, rect shapes (see dataset.h).
+#include "yolo11/data/dataset.h"
+
+#include <opencv2/imgproc.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "yolo11/io/file.h"
+
+namespace yolo11::data {
+namespace fs = std::filesystem;
+
+// ---- .npy ---------------------------------------------------------------------------------------------------------
+void save_npy(const std::string& path, const cv::Mat& img) {
+  if (img.type() != CV_8UC3) throw std::runtime_error("save_npy: expected CV_8UC3 for " + path);
+  std::string header = "{'descr': '|u1', 'fortran_order': False, 'shape': (" + std::to_string(img.rows) + ", " +
+                       std::to_string(img.cols) + ", 3), }";
+  const size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header.push_back('\n');
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  const auto hl = static_cast<uint16_t>(header.size());
+  bytes.push_back(static_cast<char>(hl & 0xFF));
+  bytes.push_back(static_cast<char>(hl >> 8));
+  bytes += header;
+  const cv::Mat c = img.isContinuous() ? img : img.clone();
+  bytes.append(reinterpret_cast<const char*>(c.data), c.total() * 3);
+  io::write_file_atomic(path, bytes);
+}
+
+cv::Mat load_npy(const std::string& path) {
+  const std::string b = io::read_file(path);
+  if (b.size() < 10 || b.compare(0, 6, "\x93NUMPY") != 0) throw std::runtime_error(path + " is not a .npy file");
+  const size_t hl = static_cast<unsigned char>(b[8]) | (static_cast<unsigned char>(b[9]) << 8);
+  const std::string header = b.substr(10, hl);
+  const auto p = header.find("'shape': (");
+  if (p == std::string::npos || header.find("'|u1'") == std::string::npos)
+    throw std::runtime_error(path + ": unsupported .npy header " + header);
+  int h = 0, w = 0, c = 0;
+  if (std::sscanf(header.c_str() + p + 10, "%d, %d, %d", &h, &w, &c) != 3 || c != 3 || h <= 0 || w <= 0)
+    throw std::runtime_error(path + ": unsupported .npy shape in " + header);
+  if (b.size() != 10 + hl + static_cast<size_t>(h) * w * 3) throw std::runtime_error(path + ": truncated .npy");
+  cv::Mat m(h, w, CV_8UC3);
+  std::memcpy(m.data, b.data() + 10 + hl, static_cast<size_t>(h) * w * 3);
+  return m;
+}
+
+static int64_t mem_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string k;
+  int64_t v;
+  std::string unit;
+  while (f >> k >> v >> unit)
+    if (k == "MemAvailable:") return v * 1024;
+  return -1;
+}
+
+// ---- Dataset --------------------------------------------------------------------------------------------------------
+Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& info, const DatasetOptions& opt)
+    : info_(info), opt_(opt) {
+  std::vector<std::string> files;
+  for (const auto& s : sources) {
+    auto f = list_images(s);
+    files.insert(files.end(), f.begin(), f.end());
+  }
+  std::string src_list;
+  for (const auto& s : sources) src_list += (src_list.empty() ? "" : ", ") + s;
+  if (files.empty())
+    throw std::runtime_error("no images found in " + (src_list.empty() ? std::string("(no source given)") : src_list) +
+                             " (dataset " + info.yaml + ")");
+  if (opt.fraction < 1.0)
+    files.resize(std::max<size_t>(1, static_cast<size_t>(std::ceil(files.size() * opt.fraction))));
+
+  std::vector<ImageRecord> recs = scan_images(files, info.nc, stats_, opt.threads);
+  for (auto& r : recs) {
+    for (auto& w : r.warnings) warnings_.push_back(w);
+    if (!r.ok) continue;
+    // resized size at imgsz (load_image) for the sub-pixel test
+    const double ratio = static_cast<double>(opt.imgsz) / std::max(r.shape[0], r.shape[1]);
+    const double rw = r.shape[1] * ratio, rh = r.shape[0] * ratio;
+    ImageLabels lab;
+    for (const auto& row : r.rows) {
+      const double wpx = row.xywhn[2] * rw, hpx = row.xywhn[3] * rh;
+      if (row.xywhn[2] <= 0 || row.xywhn[3] <= 0 || wpx < 1.0 || hpx < 1.0) {
+        ++dropped_boxes_;
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%.2f x %.2f px at imgsz %lld", wpx, hpx, static_cast<long long>(opt.imgsz));
+        warnings_.push_back(r.label_file + ":" + std::to_string(row.line) + ": degenerate box dropped (" + buf + ")");
+        continue;
+      }
+      lab.xywhn.push_back(row.xywhn);
+      lab.cls.push_back(opt.single_cls ? 0 : row.cls);
+    }
+    if (static_cast<int64_t>(lab.cls.size()) > opt.max_det)
+      warnings_.push_back(r.im_file + ": " + std::to_string(lab.cls.size()) + " instances > max_det " +
+                          std::to_string(opt.max_det) + " (validation keeps at most max_det predictions per image)");
+    im_files_.push_back(r.im_file);
+    shapes_.push_back(r.shape);
+    labels_.push_back(std::move(lab));
+  }
+  if (im_files_.empty())
+    throw std::runtime_error("no usable images in " + src_list + ": all " + std::to_string(files.size()) +
+                             " are corrupt (first: " + (warnings_.empty() ? "" : warnings_.front()) + ")");
+  int64_t inst = 0;
+  for (const auto& l : labels_) inst += static_cast<int64_t>(l.cls.size());
+  if (opt.require_instances && inst == 0)
+    throw std::runtime_error("no labels found in " + src_list + ": every image is a background. Expected the label "
+                             "of the first image at " + img2label_path(im_files_.front()) +
+                             " (YOLO txt: 'class cx cy w h' normalized); images must be under an 'images' dir with "
+                             "labels in the parallel 'labels' dir");
+
+  spdlog::info("dataset {}: {}", src_list, summary());
+  const size_t show = std::min<size_t>(warnings_.size(), 20);
+  for (size_t i = 0; i < show; ++i) spdlog::warn("  {}", warnings_[i]);
+  if (warnings_.size() > show) spdlog::warn("  ... and {} more warnings", warnings_.size() - show);
+  if (!stats_.cache_path.empty()) spdlog::debug("label cache {}", stats_.cache_path);
+
+  // ---- rect: aspect-ratio order and batch shapes ------------------------------------------------------------------
+  if (opt.rect) {
+    const size_t n = im_files_.size();
+    std::vector<double> ar(n);
+    for (size_t i = 0; i < n; ++i) ar[i] = static_cast<double>(shapes_[i][0]) / shapes_[i][1];
+    std::vector<size_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ar[a] < ar[b]; });
+    auto permute = [&](auto& v) {
+      auto c = v;
+      for (size_t i = 0; i < n; ++i) v[i] = c[order[i]];
+    };
+    permute(im_files_);
+    permute(shapes_);
+    permute(labels_);
+    permute(ar);
+    const size_t B = static_cast<size_t>(std::max<int64_t>(1, opt.batch));
+    const size_t nb = (n + B - 1) / B;
+    for (size_t b = 0; b < nb; ++b) {
+      const double mini = ar[b * B], maxi = ar[std::min(n, (b + 1) * B) - 1];
+      double sh = 1, sw = 1;
+      if (maxi < 1) {
+        sh = maxi;
+      } else if (mini > 1) {
+        sw = 1 / mini;
+      }
+      const double s = static_cast<double>(opt.imgsz) / opt.stride;
+      batch_shapes_.push_back({static_cast<int>(std::ceil(sh * s + opt.pad)) * static_cast<int>(opt.stride),
+                               static_cast<int>(std::ceil(sw * s + opt.pad)) * static_cast<int>(opt.stride)});
+    }
+  }
+
+  // ---- image cache ---------------------------------------------------------------------------------------------------
+  std::string mode = opt.cache;
+  if (mode == "true" || mode == "True") mode = "ram";
+  if (mode == "False" || mode.empty() || mode == "none") mode = "false";
+  if (mode != "false" && mode != "ram" && mode != "disk")
+    throw std::runtime_error("cache='" + opt.cache + "' is not one of false, ram, disk");
+  if (mode == "ram") {
+    const int64_t need = cache_bytes_estimate();
+    const int64_t avail = mem_available_bytes();
+    if (avail >= 0 && static_cast<double>(need) * 1.5 > static_cast<double>(avail)) {
+      spdlog::warn("cache=ram refused: {:.1f} GB needed (+50% margin) but only {:.1f} GB available; not caching "
+                   "(use cache=disk or a smaller imgsz/fraction)",
+                   need / 1e9, avail / 1e9);
+      mode = "false";
+    } else {
+      ram_.resize(size());
+      std::atomic<size_t> next{0};
+      const int nt = std::max(1, opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()));
+      std::vector<std::thread> pool;
+      for (int t = 0; t < nt; ++t)
+        pool.emplace_back([&] {
+          cv::setNumThreads(0);
+          for (size_t i; (i = next.fetch_add(1)) < size();) ram_[i] = resize_long_side(read_image(im_files_[i]), opt_.imgsz);
+        });
+      for (auto& th : pool) th.join();
+      spdlog::info("cache=ram: {:.2f} GB of images in memory", need / 1e9);
+    }
+  } else if (mode == "disk") {
+    npy_files_.resize(size());
+    int64_t fallback = 0;
+    for (size_t i = 0; i < size(); ++i) {
+      npy_files_[i] = npy_path(i);
+      std::error_code ec;
+      if (fs::exists(npy_files_[i], ec)) continue;
+      const cv::Mat img = read_image(im_files_[i]);
+      try {
+        if (!dir_writable(fs::path(npy_files_[i]).parent_path().string()))
+          throw std::runtime_error("read-only image dir");
+        save_npy(npy_files_[i], img);
+      } catch (const std::exception&) {
+        const char* e = std::getenv("YOLO11_CACHE_DIR");
+        const char* h = std::getenv("HOME");
+        fs::path base = e && *e ? fs::path(e) : (h && *h ? fs::path(h) / ".cache" / "yolo11" : fs::temp_directory_path());
+        uint64_t hh = 1469598103934665603ull;
+        for (unsigned char c : fs::absolute(im_files_[i]).string()) hh = (hh ^ c) * 1099511628211ull;
+        char buf[17];
+        std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hh));
+        npy_files_[i] = (base / "images" / (std::string(buf) + ".npy")).string();
+        if (!fs::exists(npy_files_[i], ec)) {
+          fs::create_directories(fs::path(npy_files_[i]).parent_path());
+          save_npy(npy_files_[i], img);
+        }
+        ++fallback;
+      }
+    }
+    if (fallback)
+      spdlog::info("cache=disk: {} image dirs not writable, {} .npy files under the user cache dir", fallback, fallback);
+  }
+  cache_mode_ = mode;
+  if (cache_mode_ != "ram") {
+    const int64_t cap = opt.buffer < 0 ? std::min<int64_t>({static_cast<int64_t>(size()), 8 * std::max<int64_t>(1, opt.batch), 1000})
+                                       : opt.buffer;
+    buf_cap_ = static_cast<size_t>(std::max<int64_t>(0, cap));
+  }
+}
+
+std::string Dataset::npy_path(size_t i) const {
+  const std::string& f = im_files_[i];
+  const auto slash = f.rfind('/'), dot = f.rfind('.');
+  return (dot != std::string::npos && (slash == std::string::npos || dot > slash) ? f.substr(0, dot) : f) + ".npy";
+}
+
+std::string Dataset::summary() const {
+  std::ostringstream s;
+  int64_t inst = 0;
+  for (const auto& l : labels_) inst += static_cast<int64_t>(l.cls.size());
+  s << stats_.images << " images, " << (stats_.missing + stats_.empty) << " backgrounds, " << stats_.corrupt
+    << " corrupt, " << inst << " instances, " << stats_.duplicates << " duplicates removed, " << dropped_boxes_
+    << " degenerate boxes dropped" << (stats_.from_cache ? " (label cache)" : "");
+  return s.str();
+}
+
+std::array<int64_t, 2> Dataset::resized_shape(size_t i) const {
+  const auto s = shapes_.at(i);
+  const double r = static_cast<double>(opt_.imgsz) / std::max(s[0], s[1]);
+  if (r == 1.0) return s;
+  return {std::min<int64_t>(static_cast<int64_t>(std::ceil(s[0] * r)), opt_.imgsz),
+          std::min<int64_t>(static_cast<int64_t>(std::ceil(s[1] * r)), opt_.imgsz)};
+}
+
+cv::Mat Dataset::load_uncached(size_t i) const {
+  if (!npy_files_.empty()) {
+    try {
+      return resize_long_side(load_npy(npy_files_[i]), opt_.imgsz);
+    } catch (const std::exception&) {
+      // unreadable cache file: decode the original
+    }
+  }
+  return resize_long_side(read_image(im_files_[i]), opt_.imgsz);
+}
+
+LoadedSample Dataset::load(size_t i) const {
+  LoadedSample s;
+  if (!ram_.empty()) {
+    s.img = ram_.at(i);
+  } else if (buf_cap_ == 0) {
+    s.img = load_uncached(i);
+  } else {
+    {
+      std::lock_guard<std::mutex> lk(buf_m_);
+      auto it = buf_.find(i);
+      if (it != buf_.end()) s.img = it->second;
+    }
+    if (s.img.empty()) {
+      s.img = load_uncached(i);  // decode outside the lock
+      std::lock_guard<std::mutex> lk(buf_m_);
+      if (buf_.emplace(i, s.img).second) {
+        buf_order_.push_back(i);
+        while (buf_order_.size() > buf_cap_) {
+          buf_.erase(buf_order_.front());
+          buf_order_.pop_front();
+        }
+      }
+    }
+  }
+  s.xywhn = labels_.at(i).xywhn;
+  s.cls = labels_.at(i).cls;
+  return s;
+}
+
+SampleSource Dataset::source() const {
+  return [this](int64_t i) { return load(static_cast<size_t>(i)); };
+}
+
+std::array<int, 2> Dataset::batch_shape(size_t i) const {
+  if (batch_shapes_.empty()) return {static_cast<int>(opt_.imgsz), static_cast<int>(opt_.imgsz)};
+  return batch_shapes_.at(i / static_cast<size_t>(std::max<int64_t>(1, opt_.batch)));
+}
+
+int64_t Dataset::cache_bytes_estimate() const {
+  int64_t b = 0;
+  for (size_t i = 0; i < size(); ++i) {
+    const auto r = resized_shape(i);
+    b += r[0] * r[1] * 3;
+  }
+  return b;
+}
+
+}  // namespace yolo11::data

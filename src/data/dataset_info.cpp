@@ -1,0 +1,147 @@
+// Dataset YAML resolution (see dataset_info.h).
+#include "yolo11/data/dataset_info.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+
+namespace yolo11::data {
+namespace fs = std::filesystem;
+
+std::string default_datasets_dir() {
+  if (const char* e = std::getenv("YOLO11_DATASETS_DIR"); e && *e) return e;
+  // <repo>/src/data/dataset_info.cpp → <repo>/datasets (the source tree this library was built from).
+  return (fs::path(__FILE__).parent_path().parent_path().parent_path() / "datasets").lexically_normal().string();
+}
+
+static std::string dump(const YAML::Node& n) {
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+static std::vector<std::string> split_sources(const YAML::Node& n, const fs::path& root, const std::string& key,
+                                              const std::string& yaml) {
+  std::vector<std::string> out;
+  auto add = [&](const YAML::Node& v) {
+    if (!v.IsScalar() || v.as<std::string>().empty())
+      throw std::runtime_error(yaml + ": `" + key + "` entries must be non-empty paths, got " + dump(v));
+    fs::path p(v.as<std::string>());
+    if (p.is_relative()) p = root / p;
+    out.push_back(p.lexically_normal().string());
+  };
+  if (!n || n.IsNull()) return out;
+  if (n.IsSequence()) {
+    for (const auto& v : n) add(v);
+  } else {
+    add(n);
+  }
+  return out;
+}
+
+DatasetInfo load_dataset_yaml(const std::string& yaml_path, const std::string& datasets_dir) {
+  if (!fs::exists(yaml_path)) throw std::runtime_error("dataset YAML not found: " + yaml_path);
+  YAML::Node y;
+  try {
+    y = YAML::LoadFile(yaml_path);
+  } catch (const YAML::Exception& e) {
+    throw std::runtime_error("dataset YAML " + yaml_path + " does not parse: " + e.what());
+  }
+  if (!y.IsMap()) throw std::runtime_error("dataset YAML " + yaml_path + " must be a mapping, got " + dump(y));
+  DatasetInfo info;
+  const fs::path yp = fs::absolute(yaml_path).lexically_normal();
+  info.yaml = yp.string();
+
+  // ---- root -------------------------------------------------------------------------------------------------------
+  fs::path root = yp.parent_path();
+  if (y["path"] && !y["path"].IsNull()) {
+    const fs::path p(y["path"].as<std::string>());
+    if (p.is_absolute()) {
+      root = p;
+    } else {
+      std::vector<fs::path> cands;
+      cands.push_back(fs::path(datasets_dir.empty() ? default_datasets_dir() : datasets_dir) / p);
+      if (const char* m = std::getenv("YOLO11_DATASETS_MIRROR"); m && *m) cands.push_back(fs::path(m) / p);
+      cands.push_back(yp.parent_path() / p);
+      root.clear();
+      for (const auto& c : cands)
+        if (fs::exists(c)) {
+          root = fs::absolute(c).lexically_normal();
+          break;
+        }
+      if (root.empty()) {
+        std::string tried;
+        for (const auto& c : cands) tried += "\n  " + c.lexically_normal().string();
+        throw std::runtime_error("dataset '" + p.string() + "' of " + info.yaml + " not found; looked in:" + tried +
+                                 "\nrun tools/get_dataset.sh " + p.filename().string());
+      }
+    }
+    if (!fs::exists(root))
+      throw std::runtime_error("dataset path " + root.string() + " (from " + info.yaml +
+                               ") does not exist; run tools/get_dataset.sh " + root.filename().string());
+  }
+  info.root = root.lexically_normal().string();
+
+  // ---- splits -----------------------------------------------------------------------------------------------------
+  for (const char* k : {"train", "val"})
+    if (!y[k] || y[k].IsNull()) throw std::runtime_error(info.yaml + ": missing required key `" + k + "`");
+  info.train = split_sources(y["train"], root, "train", info.yaml);
+  info.val = split_sources(y["val"], root, "val", info.yaml);
+  info.test = split_sources(y["test"], root, "test", info.yaml);
+
+  // ---- names / nc -------------------------------------------------------------------------------------------------
+  const YAML::Node names = y["names"];
+  if (!names || names.IsNull())
+    throw std::runtime_error(info.yaml + ": `names` is missing or null (value: " + (names ? dump(names) : "absent") +
+                             "); give a list [a, b] or a mapping {0: a, 1: b}");
+  if (names.IsScalar())
+    throw std::runtime_error(info.yaml + ": `names` must be a list or a mapping, got the string '" +
+                             names.as<std::string>() + "'");
+  if (names.IsSequence()) {
+    for (const auto& n : names) {
+      if (!n.IsScalar()) throw std::runtime_error(info.yaml + ": `names` entry is not a string: " + dump(n));
+      info.names.push_back(n.as<std::string>());
+    }
+  } else {
+    std::map<int64_t, std::string> m;
+    for (const auto& kv : names) {
+      int64_t id;
+      try {
+        id = kv.first.as<int64_t>();
+      } catch (const YAML::Exception&) {
+        throw std::runtime_error(info.yaml + ": `names` key '" + dump(kv.first) + "' is not an integer class id");
+      }
+      if (!kv.second.IsScalar())
+        throw std::runtime_error(info.yaml + ": `names` value for id " + std::to_string(id) +
+                                 " is not a string: " + dump(kv.second));
+      m[id] = kv.second.as<std::string>();
+    }
+    int64_t expect = 0;
+    for (const auto& [id, n] : m) {
+      if (id != expect)
+        throw std::runtime_error(info.yaml + ": `names` ids must be 0..N-1 without gaps; got " + dump(names) +
+                                 " (id " + std::to_string(expect) + " missing)");
+      info.names.push_back(n);
+      ++expect;
+    }
+  }
+  if (info.names.empty()) throw std::runtime_error(info.yaml + ": `names` is empty (" + dump(names) + ")");
+  info.nc = static_cast<int64_t>(info.names.size());
+  if (y["nc"] && !y["nc"].IsNull()) {
+    int64_t nc = -1;
+    try {
+      nc = y["nc"].as<int64_t>();
+    } catch (const YAML::Exception&) {
+      throw std::runtime_error(info.yaml + ": `nc` is not an integer: " + dump(y["nc"]));
+    }
+    if (nc != info.nc)
+      throw std::runtime_error(info.yaml + ": `nc: " + std::to_string(nc) + "` disagrees with the " +
+                               std::to_string(info.nc) + " entries of `names` " + dump(names));
+  }
+  return info;
+}
+
+}  // namespace yolo11::data

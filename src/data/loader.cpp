@@ -1,0 +1,258 @@
+// Threaded loader with an ordered, bounded prefetch queue (see loader.h).
+#include "yolo11/data/loader.h"
+
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+
+#include "yolo11/instrument/range.h"
+
+namespace yolo11::data {
+
+std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world) {
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  std::iota(perm.begin(), perm.end(), 0);
+  if (shuffle) {
+    Rng rng = Rng::for_sample(seed ^ 0x5EED5EED5EED5EEDull, epoch, -1);
+    for (int64_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[rng.randint(i + 1)]);
+  }
+  if (world <= 1) return perm;
+  const int64_t per = (n + world - 1) / world, total = per * world;
+  std::vector<int64_t> out;
+  out.reserve(per);
+  for (int64_t k = rank; k < total; k += world) out.push_back(perm[k % n]);
+  return out;
+}
+
+at::Tensor multi_scale(const at::Tensor& images, int64_t imgsz, int64_t stride, Rng& rng) {
+  const int64_t lo = static_cast<int64_t>(imgsz * 0.5), hi = static_cast<int64_t>(imgsz * 1.5 + stride);
+  const int64_t sz = (lo + rng.randint(hi - lo)) / stride * stride;
+  const int64_t H = images.size(2), W = images.size(3);
+  const double sf = static_cast<double>(sz) / std::max(H, W);
+  if (sf == 1.0) return images;
+  const std::vector<int64_t> ns{static_cast<int64_t>(std::ceil(H * sf / stride)) * stride,
+                                static_cast<int64_t>(std::ceil(W * sf / stride)) * stride};
+  namespace F = torch::nn::functional;
+  return F::interpolate(images, F::InterpolateFuncOptions().size(ns).mode(torch::kBilinear).align_corners(false));
+}
+
+Loader::Loader(std::shared_ptr<Dataset> ds, AugmentOptions aug, LoaderOptions opt)
+    : ds_(std::move(ds)), aug_(aug), opt_(opt) {
+  if (!ds_) throw std::runtime_error("Loader: dataset is null");
+  if (opt_.batch < 1) throw std::runtime_error("Loader: batch must be >= 1, got " + std::to_string(opt_.batch));
+  if (opt_.world < 1 || opt_.rank < 0 || opt_.rank >= opt_.world)
+    throw std::runtime_error("Loader: rank " + std::to_string(opt_.rank) + " not in [0, world " +
+                             std::to_string(opt_.world) + ")");
+  if (aug_.imgsz != ds_->options().imgsz)
+    throw std::runtime_error("Loader: augment imgsz " + std::to_string(aug_.imgsz) + " differs from the dataset's " +
+                             std::to_string(ds_->options().imgsz));
+  if (ds_->options().rect) {
+    if (opt_.shuffle) spdlog::warn("Loader: rect=True is incompatible with shuffle; shuffle disabled");
+    opt_.shuffle = false;
+    if (ds_->options().batch != opt_.batch)
+      throw std::runtime_error("Loader: rect dataset was built for batch " + std::to_string(ds_->options().batch) +
+                               " but the loader uses " + std::to_string(opt_.batch));
+  }
+  opt_.prefetch = std::max(1, opt_.prefetch);
+  pin_ = opt_.pin_memory && torch::cuda::is_available();
+  for (int i = 0; i < std::max(0, opt_.workers); ++i) threads_.emplace_back([this] { worker_loop(); });
+}
+
+Loader::~Loader() {
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    stop_ = true;
+  }
+  cv_work_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void Loader::restart_locked(int64_t epoch) {
+  if (close_pending_) {
+    aug_.mosaic = aug_.mixup = aug_.cutmix = 0;
+    close_pending_ = false;
+  }
+  epoch_ = epoch;
+  ++generation_;
+  order_ = std::make_shared<const std::vector<int64_t>>(epoch_order(static_cast<int64_t>(ds_->size()), opt_.shuffle,
+                                                                     opt_.seed, epoch, opt_.rank, opt_.world));
+  epoch_aug_ = std::make_shared<const AugmentOptions>(aug_);
+  const int64_t n = static_cast<int64_t>(order_->size());
+  nb_ = opt_.drop_last ? n / opt_.batch : (n + opt_.batch - 1) / opt_.batch;
+  next_assign_ = next_deliver_ = 0;
+  ready_.clear();
+  started_ = true;
+}
+
+void Loader::start_epoch(int64_t epoch) {
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    restart_locked(epoch);
+  }
+  cv_work_.notify_all();
+}
+
+int64_t Loader::num_batches() const {
+  const int64_t n = static_cast<int64_t>(ds_->size());
+  const int64_t per = opt_.world > 1 ? (n + opt_.world - 1) / opt_.world : n;
+  return opt_.drop_last ? per / opt_.batch : (per + opt_.batch - 1) / opt_.batch;
+}
+
+void Loader::close_mosaic() {
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    close_pending_ = true;
+    if (started_ && next_deliver_ == 0) restart_locked(epoch_);  // nothing consumed yet: rebuild this epoch
+  }
+  cv_work_.notify_all();
+}
+
+size_t Loader::queue_depth() const {
+  std::lock_guard<std::mutex> lk(m_);
+  size_t n = 0;
+  for (const auto& [b, s] : ready_) n += s.batch.has_value() || s.error;
+  return n;
+}
+
+Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
+                          const std::vector<int64_t>& order) const {
+  cv::setNumThreads(0);
+  const int64_t n = static_cast<int64_t>(order.size());
+  const int64_t i0 = b * opt_.batch, i1 = std::min(n, i0 + opt_.batch);
+  const int64_t B = i1 - i0;
+  const Dataset& ds = *ds_;
+  std::vector<AugmentedSample> samples(static_cast<size_t>(B));
+  const SampleSource src = ds.source();
+  for (int64_t k = 0; k < B; ++k) {
+    const int64_t idx = order[static_cast<size_t>(i0 + k)];
+    if (aug.augment) {
+      Rng rng = Rng::for_sample(opt_.seed, epoch, idx);
+      const SampleDraws d = make_draws(rng, aug, static_cast<int64_t>(ds.size()));
+      samples[k] = train_transform(idx, src, aug, d);
+    } else {
+      LoadedSample s;
+      {
+        instrument::ScopedRange r("load");
+        s = ds.load(static_cast<size_t>(idx));
+      }
+      samples[k] = val_transform(s, ds.batch_shape(static_cast<size_t>(idx)));
+    }
+  }
+  instrument::ScopedRange r("collate");
+  const int64_t H = samples[0].img.rows, W = samples[0].img.cols;
+  auto opts = torch::TensorOptions().dtype(torch::kUInt8);
+  if (pin_) opts = opts.pinned_memory(true);
+  Batch out;
+  out.images = torch::empty({B, 3, H, W}, opts);
+  int64_t nt = 0;
+  for (const auto& s : samples) nt += static_cast<int64_t>(s.cls.size());
+  out.batch_idx = torch::empty({nt}, torch::kLong);
+  out.cls = torch::empty({nt}, torch::kLong);
+  out.bboxes = torch::empty({nt, 4}, torch::kFloat);
+  int64_t* bi = out.batch_idx.data_ptr<int64_t>();
+  int64_t* ci = out.cls.data_ptr<int64_t>();
+  float* bb = out.bboxes.data_ptr<float>();
+  uint8_t* img = out.images.data_ptr<uint8_t>();
+  int64_t t = 0;
+  for (int64_t k = 0; k < B; ++k) {
+    const auto& s = samples[k];
+    if (s.img.rows != H || s.img.cols != W)
+      throw std::runtime_error("collate: image " + ds.im_file(order[i0 + k]) + " is " + std::to_string(s.img.cols) +
+                               "x" + std::to_string(s.img.rows) + ", batch is " + std::to_string(W) + "x" +
+                               std::to_string(H));
+    uint8_t* dst = img + k * 3 * H * W;
+    if (s.rgb) {
+      hwc_bgr_to_chw_rgb(s.img, dst);
+    } else {  // keep BGR: write planes in stored order
+      cv::Mat rev;
+      cv::cvtColor(s.img, rev, cv::COLOR_BGR2RGB);
+      hwc_bgr_to_chw_rgb(rev, dst);
+    }
+    for (size_t j = 0; j < s.cls.size(); ++j, ++t) {
+      bi[t] = k;
+      ci[t] = s.cls[j];
+      std::memcpy(bb + 4 * t, s.xywhn[j].data(), 4 * sizeof(float));
+    }
+    const size_t idx = static_cast<size_t>(order[i0 + k]);
+    out.im_files.push_back(ds.im_file(idx));
+    out.ori_shapes.push_back(ds.ori_shape(idx));
+    const auto rs = ds.resized_shape(idx);
+    out.resized_shapes.push_back(rs);
+    const auto os = ds.ori_shape(idx);
+    const double rh = static_cast<double>(rs[0]) / os[0], rw = static_cast<double>(rs[1]) / os[1];
+    out.ratio_pad.push_back({rh * s.ratio_pad[0], rw * s.ratio_pad[1], s.ratio_pad[2], s.ratio_pad[3]});
+  }
+  return out;
+}
+
+void Loader::worker_loop() {
+  for (;;) {
+    int64_t b, epoch;
+    uint64_t gen;
+    std::shared_ptr<const std::vector<int64_t>> order;
+    std::shared_ptr<const AugmentOptions> aug;
+    {
+      std::unique_lock<std::mutex> lk(m_);
+      cv_work_.wait(lk, [&] {
+        return stop_ || (started_ && next_assign_ < nb_ && next_assign_ < next_deliver_ + opt_.prefetch);
+      });
+      if (stop_) return;
+      b = next_assign_++;
+      epoch = epoch_;
+      gen = generation_;
+      order = order_;
+      aug = epoch_aug_;
+      ready_[b];  // reserve the slot (empty = in progress)
+    }
+    Slot slot;
+    try {
+      slot.batch = build_batch(b, epoch, *aug, *order);
+    } catch (...) {
+      slot.error = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (gen != generation_) continue;  // epoch restarted meanwhile: discard
+      ready_[b] = std::move(slot);
+    }
+    cv_ready_.notify_all();
+  }
+}
+
+std::optional<Batch> Loader::next() {
+  std::unique_lock<std::mutex> lk(m_);
+  if (!started_) restart_locked(0);
+  if (next_deliver_ >= nb_) return std::nullopt;
+  const int64_t b = next_deliver_;
+  if (threads_.empty()) {  // synchronous mode
+    const auto order = order_;
+    const auto aug = epoch_aug_;
+    const int64_t epoch = epoch_;
+    ++next_deliver_;
+    lk.unlock();
+    return build_batch(b, epoch, *aug, *order);
+  }
+  cv_work_.notify_all();
+  cv_ready_.wait(lk, [&] {
+    auto it = ready_.find(b);
+    return it != ready_.end() && (it->second.batch.has_value() || it->second.error);
+  });
+  Slot slot = std::move(ready_[b]);
+  ready_.erase(b);
+  ++next_deliver_;
+  lk.unlock();
+  cv_work_.notify_all();
+  if (slot.error) std::rethrow_exception(slot.error);
+  return std::move(slot.batch);
+}
+
+}  // namespace yolo11::data

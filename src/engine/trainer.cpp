@@ -1,0 +1,491 @@
+// engine::Trainer — one training run, top to bottom. A step reads:
+//   dataloader → h2d → forward → loss → backward → [optimizer (clip, step, zero_grad) → ema]
+// each stage timed and NVTX-ranged by instrument::Profiler; validation, checkpoint and log per epoch.
+// Reference: Ultralytics BaseTrainer._do_train / DetectionTrainer (8.4.50).
+#include "yolo11/engine/trainer.h"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/fmt/ranges.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "yolo11/build_info.h"
+#include "yolo11/compat.h"
+#include "yolo11/data/dataset.h"
+#include "yolo11/data/dataset_info.h"
+#include "yolo11/data/loader.h"
+// PLOTS #include "yolo11/data/plots.h"
+#include "yolo11/engine/checkpoint.h"
+#include "yolo11/engine/ema.h"
+#include "yolo11/engine/optimizer.h"
+#include "yolo11/engine/results.h"
+#include "yolo11/engine/schedule.h"
+#include "yolo11/engine/validator.h"
+#include "yolo11/instrument/profiler.h"
+#include "yolo11/io/file.h"
+#include "yolo11/loss/detection_loss.h"
+#include "yolo11/model/yolo.h"
+
+namespace yolo11::engine {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// Console + train.log logger; the console keeps colours, the file gets plain lines.
+void setup_logging(const std::string& run_dir) {
+  auto console = std::make_shared<spdlog::sinks::stdout_color_sink_mt>();
+  auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(run_dir + "/train.log", true);
+  auto logger = std::make_shared<spdlog::logger>("yolo11", spdlog::sinks_init_list{console, file});
+  logger->set_pattern("%v");
+  logger->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+}
+
+/// Ultralytics-style progress line: "  1/100  0G  3.123  5.123  4.123  45  640: 38% 3/8 1.2it/s 2.1s<4.3s".
+std::string progress_line(int64_t epoch, int64_t epochs, const std::string& mem, const std::vector<double>& tloss,
+                          int64_t instances, int64_t size, int64_t i, int64_t nb, double elapsed) {
+  const double its = elapsed > 0 ? static_cast<double>(i) / elapsed : 0.0;
+  const double eta = its > 0 ? static_cast<double>(nb - i) / its : 0.0;
+  const int pct = static_cast<int>(100.0 * static_cast<double>(i) / static_cast<double>(std::max<int64_t>(nb, 1)));
+  const int bar_len = 12, filled = pct * bar_len / 100;
+  std::string bar(static_cast<size_t>(filled), '#');
+  bar += std::string(static_cast<size_t>(bar_len - filled), '-');
+  return fmt::format("{:>11}{:>11}{:>11.4g}{:>11.4g}{:>11.4g}{:>11}{:>11}: {:>3}% {} {}/{} {:.2f}it/s {:.1f}s<{:.1f}s",
+                     fmt::format("{}/{}", epoch + 1, epochs), mem, tloss[0], tloss[1], tloss[2], instances, size, pct,
+                     bar, i, nb, its, elapsed, eta);
+}
+
+std::string progress_header() {
+  return fmt::format("{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}", "Epoch", "GPU_mem", "box_loss", "cls_loss",
+                     "dfl_loss", "Instances", "Size");
+}
+
+std::string memory_string(bool cuda) {
+  if (cuda) {
+    const int64_t b = compat::memory_allocated(0);
+    return b >= 0 ? fmt::format("{:.3g}G", static_cast<double>(b) / 1e9) : "n/a";
+  }
+  return "0G";
+}
+
+torch::Device select_device(const std::string& device) {
+  if (device.empty() || device == "cpu") return torch::Device(torch::kCPU);
+  if (!compat::cuda_available())
+    throw std::runtime_error("device=" + device + " requested but CUDA is not available in this build/machine; use device=cpu");
+  const std::string idx = device.rfind("cuda:", 0) == 0 ? device.substr(5) : device;
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(idx.empty() ? 0 : std::stoi(idx)));
+}
+
+/// Copies a (name, tensor) state into the matching tensors of `dst` (same keys, same shapes).
+void copy_state(const std::vector<std::pair<std::string, torch::Tensor>>& src, model::YOLO& dst) {
+  torch::NoGradGuard ng;
+  auto dst_state = model::state_dict(*dst);
+  std::unordered_map<std::string, torch::Tensor> by_name(dst_state.begin(), dst_state.end());
+  for (const auto& [k, v] : src) {
+    auto it = by_name.find(k);
+    if (it != by_name.end()) it->second.copy_(v);
+  }
+}
+
+/// freeze=[i, ...]: parameters of layers model.<i>. get no gradient (Ultralytics also always freezes the DFL conv).
+void freeze_layers(model::YOLOImpl& net, const std::vector<int64_t>& freeze) {
+  if (freeze.empty()) return;
+  int64_t n = 0;
+  for (auto& p : net.named_parameters()) {
+    for (int64_t i : freeze) {
+      if (p.key().rfind("model." + std::to_string(i) + ".", 0) == 0) {
+        p.value().set_requires_grad(false);
+        ++n;
+      }
+    }
+  }
+  spdlog::info("freeze: {} parameter tensors of layers {} frozen", n, fmt::join(freeze, ","));
+}
+
+}  // namespace
+
+config::TrainConfig prepare_resume(const config::TrainConfig& cfg, const std::vector<std::string>& overrides) {
+  if (cfg.resume == "false") return cfg;
+  fs::path run;
+  if (cfg.resume == "true") {
+    const fs::path project = cfg.project.empty() ? fs::path("runs/train") : fs::path(cfg.project);
+    fs::file_time_type newest{};
+    if (fs::is_directory(project)) {
+      for (const auto& e : fs::directory_iterator(project)) {
+        const fs::path last = e.path() / "weights" / "last.safetensors";
+        if (fs::exists(last) && (run.empty() || fs::last_write_time(last) > newest)) {
+          newest = fs::last_write_time(last);
+          run = e.path();
+        }
+      }
+    }
+    if (run.empty())
+      throw std::runtime_error("resume=true: no run with weights/last.safetensors under " + project.string() +
+                               "; pass resume=runs/train/NAME");
+  } else {
+    run = cfg.resume;
+    if (fs::is_regular_file(run)) run = run.parent_path().parent_path();  // .../NAME/weights/last.safetensors
+    if (!fs::exists(run / "args.yaml"))
+      throw std::runtime_error("resume=" + cfg.resume + ": " + (run / "args.yaml").string() +
+                               " not found; pass a run directory (runs/train/NAME) or its weights/last.safetensors");
+  }
+  std::vector<std::string> rest;
+  for (const auto& o : overrides)
+    if (o.rfind("resume=", 0) != 0) rest.push_back(o);
+  auto resumed = config::TrainConfig::load_for_resume((run / "args.yaml").string(), rest);
+  resumed.resume = run.string();
+  return resumed;
+}
+
+Trainer::Trainer(config::TrainConfig cfg) : cfg_(std::move(cfg)) {}
+
+TrainSummary Trainer::train() {
+  const auto t_run = Clock::now();
+  auto& cfg = cfg_;
+
+  // ---- run dir, logging, threads, seed, device -------------------------------------------------------------
+  const bool resuming = cfg.resume != "false";
+  const std::string run_dir =
+      resuming ? cfg.resume : config::make_run_dir(cfg.project, cfg.name, cfg.exist_ok);  // resume: the run's dir
+  fs::create_directories(run_dir + "/weights");
+  setup_logging(run_dir);
+  cfg.save_args(run_dir);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = cfg.threads > 0 ? static_cast<int>(cfg.threads) : cores;
+  torch::set_num_threads(threads);
+  torch::manual_seed(cfg.seed);
+  const torch::Device device = select_device(cfg.device);
+  const bool cuda = device.is_cuda();
+  spdlog::info("yolo11-cpp {} | LibTorch {} | device {} | intra-op threads {} of {} cores | workers {}",
+               build::kVersion, build::kTorchVersion, device.str(), threads, cores, cfg.workers);
+
+  // ---- data -------------------------------------------------------------------------------------------------
+  const auto info = data::load_dataset_yaml(cfg.data, cfg.datasets_dir);
+  const int64_t nc = cfg.single_cls ? 1 : info.nc;
+  const std::vector<std::string> names = cfg.single_cls ? std::vector<std::string>{"item"} : info.names;
+  data::DatasetOptions train_ds_opt;
+  train_ds_opt.imgsz = cfg.imgsz;
+  train_ds_opt.cache = cfg.cache;
+  train_ds_opt.single_cls = cfg.single_cls;
+  train_ds_opt.fraction = cfg.fraction;
+  train_ds_opt.max_det = cfg.max_det;
+  train_ds_opt.batch = cfg.batch;
+  train_ds_opt.require_instances = true;
+  data::DatasetOptions val_ds_opt = train_ds_opt;
+  val_ds_opt.fraction = 1.0;
+  val_ds_opt.rect = true;
+  val_ds_opt.batch = cfg.batch * 2;
+  val_ds_opt.require_instances = false;
+  auto train_ds = std::make_shared<data::Dataset>(info.train, info, train_ds_opt);
+  spdlog::info("train: {}", train_ds->summary());
+  auto val_ds = std::make_shared<data::Dataset>(info.val, info, val_ds_opt);
+  spdlog::info("val: {}", val_ds->summary());
+  data::AugmentOptions aug;
+  aug.imgsz = cfg.imgsz;
+  aug.hsv_h = cfg.hsv_h;
+  aug.hsv_s = cfg.hsv_s;
+  aug.hsv_v = cfg.hsv_v;
+  aug.degrees = cfg.degrees;
+  aug.translate = cfg.translate;
+  aug.scale = cfg.scale;
+  aug.shear = cfg.shear;
+  aug.perspective = cfg.perspective;
+  aug.flipud = cfg.flipud;
+  aug.fliplr = cfg.fliplr;
+  aug.mosaic = cfg.mosaic;
+  aug.mixup = cfg.mixup;
+  aug.cutmix = cfg.cutmix;
+  aug.bgr = cfg.bgr;
+  aug.rect = cfg.rect;
+  data::AugmentOptions val_aug = aug;
+  val_aug.augment = false;
+  val_aug.rect = true;
+  data::LoaderOptions lo;
+  lo.batch = cfg.batch;
+  lo.workers = static_cast<int>(cfg.workers);
+  lo.shuffle = true;
+  lo.seed = static_cast<uint64_t>(cfg.seed);
+  lo.pin_memory = cuda;
+  auto train_loader = std::make_shared<data::Loader>(train_ds, aug, lo);
+  data::LoaderOptions vlo = lo;
+  vlo.batch = cfg.batch * 2;
+  vlo.shuffle = false;
+  auto val_loader = std::make_shared<data::Loader>(val_ds, val_aug, vlo);
+  if (cfg.plots) (void)0; // PLOTS data::plot_labels(*train_ds, run_dir + "/labels.jpg");
+
+  // ---- model, loss ------------------------------------------------------------------------------------------
+  model::ModelOptions mo;
+  mo.yaml = model::resolve_model_yaml(cfg.model);
+  mo.scale = cfg.model_scale;
+  mo.nc = nc;
+  model::YOLO net(mo);
+  if (cfg.pretrained != "true" && cfg.pretrained != "false" && !cfg.pretrained.empty())
+    spdlog::info("{}", model::load_weights(*net, cfg.pretrained).str());
+  else if (cfg.pretrained == "true")
+    spdlog::info("pretrained=true: no weights file given (pretrained=path.safetensors loads one); training from scratch");
+  spdlog::info("{}", net->summary(cfg.imgsz));
+  net->to(device);
+  model::YOLO val_net(mo);  // receives the EMA weights for validation
+  val_net->to(device);
+  loss::LossGains gains{cfg.box, cfg.cls, cfg.dfl};
+  loss::DetectionLoss criterion(nc, net->strides(), net->reg_max(), gains);
+
+  // ---- optimizer, schedule, EMA -----------------------------------------------------------------------------
+  const int64_t nb = train_loader->num_batches();
+  const int64_t n_images = static_cast<int64_t>(train_ds->size());
+  freeze_layers(*net, cfg.freeze);
+  const ParamGroups groups = build_param_groups(*net);
+  const int64_t accumulate0 = initial_accumulate(cfg.nbs, cfg.batch);
+  const double wd = scaled_weight_decay(cfg.weight_decay, cfg.batch, accumulate0, cfg.nbs);
+  const int64_t iterations = auto_rule_iterations(n_images, cfg.batch, cfg.nbs, cfg.epochs);
+  OptimizerChoice opt = build_optimizer(groups, cfg, nc, iterations, wd);
+  spdlog::info("optimizer: {}", opt.why);
+  Scheduler sched(*opt.opt, cfg, opt, nb);
+  ModelEMA ema(model::state_dict(*net));
+
+  // ---- resume: weights, EMA, optimizer, RNG, results so far ------------------------------------------------
+  int64_t start_epoch = 0;
+  double best_fitness = -1;
+  ResultsCsv results(run_dir + "/results.csv");
+  if (resuming) {
+    auto ck = load_checkpoint(run_dir + "/weights", "last");
+    if (!ck)
+      throw std::runtime_error("resume: no usable checkpoint in " + run_dir +
+                               "/weights (last.* and last.prev.* missing or damaged); start a new run instead");
+    model::transfer_weights(*net, ck->model, ck->path);
+    ema.load(ck->ema, ck->ema_updates);
+    if (!ck->optimizer.empty()) load_optimizer_state(*opt.opt, ck->optimizer);
+    if (ck->rng_cpu.defined()) restore_rng_state(ck->rng_cpu);
+    start_epoch = ck->epoch + 1;
+    best_fitness = ck->best_fitness;
+    results = ResultsCsv::parse(ck->results_csv, run_dir + "/results.csv");
+    results.truncate(start_epoch);
+    if (auto it = ck->extra.find("last_opt_step"); it != ck->extra.end()) sched.set_last_step(std::stoll(it->second));
+    spdlog::info("Resuming training from {} (epoch {} done, best fitness {:.5f}, {} EMA updates) to {} epochs",
+                 ck->path, start_epoch, best_fitness, ck->ema_updates, cfg.epochs);
+    if (start_epoch >= cfg.epochs)
+      throw std::runtime_error(fmt::format("resume: {} already trained {} of epochs={}; pass epochs=N with N > {} to "
+                                           "train longer", run_dir, start_epoch, cfg.epochs, start_epoch));
+  }
+
+  // ---- instrumentation --------------------------------------------------------------------------------------
+  instrument::ProfilerOptions po;
+  po.level = instrument::parse_level(cfg.instrument);
+  po.log_every = cfg.log_every;
+  if (!cfg.trace_steps.empty()) po.trace_steps = std::make_pair(cfg.trace_steps.start, cfg.trace_steps.stop);
+  if (!cfg.profile_steps.empty()) po.profile_steps = std::make_pair(cfg.profile_steps.start, cfg.profile_steps.stop);
+  po.sync = cfg.sync;
+  po.cuda = cuda;
+  po.run_dir = run_dir;
+  po.workers = static_cast<int>(cfg.workers);
+  po.batch = cfg.batch;
+  po.imgsz = cfg.imgsz;
+  po.cache = cfg.cache;
+  po.amp = cfg.amp && cuda;
+  if (cfg.amp && !cuda) spdlog::info("amp=true: CPU run, mixed precision off (float32), as Ultralytics does on CPU");
+  else if (po.amp) spdlog::info("amp=true: CUDA autocast to bfloat16 (same range as float32: no loss scaling needed)");
+  po.cores = cores;
+  po.device = device.str();
+  instrument::Profiler prof(po);
+
+  Validator validator(val_loader, names,
+                      ValidatorOptions{cfg.conf.value_or(0.001), cfg.iou, cfg.max_det, cfg.plots, run_dir, cfg.verbose});
+  const bool tty = ::isatty(fileno(stdout)) != 0;
+  int64_t patience_left = cfg.patience;
+  int64_t global_step = start_epoch * nb;
+  int nan_streak = 0;
+  TrainSummary summary;
+  summary.run_dir = run_dir;
+  spdlog::info("Image sizes {} train, {} val\nLogging results to {}\nStarting training for {} epochs...", cfg.imgsz,
+               cfg.imgsz, run_dir, cfg.epochs);
+
+  for (int64_t epoch = start_epoch; epoch < cfg.epochs; ++epoch) {
+    const auto t_epoch = Clock::now();
+    prof.begin_epoch(epoch);
+    sched.on_epoch_start(epoch);
+    if (cfg.close_mosaic > 0 && epoch == cfg.epochs - cfg.close_mosaic) {
+      spdlog::info("Closing dataloader mosaic");
+      train_loader->close_mosaic();
+    }
+    train_loader->start_epoch(epoch);
+    net->train();
+    std::vector<double> tloss{0, 0, 0};
+    int64_t seen_steps = 0;
+    spdlog::info("\n{}", progress_header());
+
+    for (int64_t i = 0; i < nb; ++i, ++global_step) {
+      const int64_t ni = i + nb * epoch;
+      prof.begin_step(global_step);
+      std::optional<data::Batch> batch;
+      {
+        auto s = prof.stage("dataloader");
+        batch = train_loader->next();
+      }
+      prof.set_queue_depth(train_loader->queue_depth());
+      if (!batch) {
+        prof.end_step(0);
+        break;
+      }
+      torch::Tensor imgs, bidx, bcls, bxywh;
+      {
+        auto s = prof.stage("h2d");
+        imgs = batch->images.to(device, /*non_blocking=*/true).to(torch::kFloat).div_(255.0);
+        bidx = batch->batch_idx;  // targets stay on the host: the loss groups them there without a device sync
+        bcls = batch->cls;
+        bxywh = batch->bboxes;
+      }
+      sched.on_iteration(ni, epoch);
+      std::vector<torch::Tensor> feats;
+      {
+        auto s = prof.stage("forward");
+        compat::AutocastGuard ac(device.type(), po.amp, torch::kBFloat16);
+        feats = net->forward_feats(imgs);
+      }
+      loss::DetectionLoss::Output out;
+      {
+        auto s = prof.stage("loss");
+        out = criterion(feats, bidx, bcls, bxywh);
+      }
+      const bool finite = torch::isfinite(out.total).item<bool>();
+      if (!finite) {
+        ++nan_streak;
+        spdlog::warn("step {}: non-finite loss ({}), step skipped ({} in a row)", global_step,
+                     out.total.item<double>(), nan_streak);
+        opt.opt->zero_grad();
+        prof.end_step(batch->size());
+        if (nan_streak >= 5)
+          throw std::runtime_error(fmt::format("{} non-finite losses in a row at epoch {}: training stopped; last good "
+                                               "checkpoint kept in {}/weights. Lower lr0 or check the labels.",
+                                               nan_streak, epoch + 1, run_dir));
+        continue;
+      }
+      nan_streak = 0;
+      {
+        auto s = prof.stage("backward");
+        out.total.backward();
+      }
+      if (sched.should_step(ni)) {
+        {
+          auto s = prof.stage("optimizer");
+          torch::nn::utils::clip_grad_norm_(net->parameters(), 10.0);
+          opt.opt->step();
+          opt.opt->zero_grad();
+        }
+        {
+          auto s = prof.stage("ema");
+          ema.update(model::state_dict(*net));
+        }
+      }
+      const auto items = out.items.to(torch::kCPU);
+      for (int k = 0; k < 3; ++k)
+        tloss[k] = (tloss[k] * static_cast<double>(seen_steps) + items[k].item<double>()) / static_cast<double>(seen_steps + 1);
+      ++seen_steps;
+      prof.end_step(batch->size());
+      const std::string line = progress_line(epoch, cfg.epochs, memory_string(cuda), tloss, batch->cls.size(0),
+                                             imgs.size(3), i + 1, nb, seconds_since(t_epoch));
+      if (tty) {
+        std::fprintf(stdout, "\r%s", line.c_str());
+        std::fflush(stdout);
+      }
+      if (auto w = prof.take_window_line()) {
+        if (tty) std::fprintf(stdout, "\n");
+        spdlog::info("{}", line);
+        spdlog::info("{}", *w);
+      }
+      if (epoch == start_epoch && i < 3 && cfg.plots)
+        (void)0; // PLOTS data::plot_images(*batch, names, fmt::format("{}/train_batch{}.jpg", run_dir, i));
+    }
+    if (tty) std::fprintf(stdout, "\n");
+    const double t_train = seconds_since(t_epoch);
+
+    // ---- validation on the EMA weights ----------------------------------------------------------------------
+    ValResult vr;
+    double t_val = 0;
+    const bool final_epoch = epoch + 1 == cfg.epochs;
+    if (cfg.val || final_epoch) {
+      auto s = prof.stage("val");
+      const auto tv = Clock::now();
+      copy_state(ema.state(), val_net);
+      vr = validator.run(val_net, &criterion, device);
+      t_val = seconds_since(tv);
+    }
+    const double fitness = vr.metrics.fitness;
+    {
+      auto s = prof.stage("log");
+      spdlog::info("{}", prof.end_epoch());
+      EpochResult row;
+      row.epoch = epoch + 1;
+      row.time = seconds_since(t_run);
+      row.box_loss = tloss[0];
+      row.cls_loss = tloss[1];
+      row.dfl_loss = tloss[2];
+      row.precision = vr.metrics.precision;
+      row.recall = vr.metrics.recall;
+      row.map50 = vr.metrics.map50;
+      row.map50_95 = vr.metrics.map50_95;
+      row.val_box_loss = vr.loss_items[0];
+      row.val_cls_loss = vr.loss_items[1];
+      row.val_dfl_loss = vr.loss_items[2];
+      const auto lrs = sched.lrs();
+      row.lr_pg0 = lrs.at(0);
+      row.lr_pg1 = lrs.at(1);
+      row.lr_pg2 = lrs.at(2);
+      results.append(row);
+      if (cfg.plots) plot_results(run_dir + "/results.csv", run_dir + "/results.png");
+      spdlog::info("epoch {}/{}: train {:.1f}s, val {:.1f}s, mAP50 {:.4f}, mAP50-95 {:.4f}", epoch + 1, cfg.epochs,
+                   t_train, t_val, vr.metrics.map50, vr.metrics.map50_95);
+    }
+    {
+      auto s = prof.stage("checkpoint");
+      const bool is_best = fitness > best_fitness;
+      if (is_best) best_fitness = fitness;
+      if (cfg.save) {
+        Checkpoint ck;
+        ck.epoch = epoch;
+        ck.best_fitness = best_fitness;
+        ck.ema = ema.state();
+        ck.model = model::state_dict(*net);
+        ck.ema_updates = ema.updates();
+        ck.optimizer = save_optimizer_state(*opt.opt);
+        ck.args_yaml = cfg.to_yaml();
+        ck.results_csv = results.text();
+        ck.rng_cpu = capture_rng_state();
+        ck.extra["last_opt_step"] = std::to_string(sched.last_step());
+        if (!save_checkpoint(run_dir + "/weights", ck, is_best, save_period_due(epoch, cfg.save_period)))
+          spdlog::warn("epoch {}: weights hold NaN/Inf, checkpoint not written; {}/weights keeps the last good one",
+                       epoch + 1, run_dir);
+      }
+      patience_left = is_best ? cfg.patience : patience_left - 1;
+    }
+    summary.epochs_done = epoch + 1;
+    summary.final_map50 = vr.metrics.map50;
+    summary.final_map50_95 = vr.metrics.map50_95;
+    if (cfg.patience > 0 && patience_left <= 0) {
+      spdlog::info("Stopping training early: no improvement in the last {} epochs (patience={})", cfg.patience,
+                   cfg.patience);
+      break;
+    }
+    if (cfg.time && seconds_since(t_run) > *cfg.time * 3600.0) {
+      spdlog::info("Stopping training: time limit of {} h reached", *cfg.time);
+      break;
+    }
+  }
+  prof.finish();
+  summary.best_fitness = best_fitness;
+  summary.seconds = seconds_since(t_run);
+  spdlog::info("{} epochs completed in {:.3f} hours.", summary.epochs_done, summary.seconds / 3600.0);
+  return summary;
+}
+
+}  // namespace yolo11::engine

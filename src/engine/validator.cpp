@@ -1,0 +1,99 @@
+// engine::Validator — Ultralytics DetectionValidator semantics: predictions and ground truth are compared in
+// network-input (letterboxed) pixels; NMS multi-label; val losses are the mean of the per-batch loss items.
+#include "yolo11/engine/validator.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+// PLOTS #include "yolo11/data/plots.h"
+#include "yolo11/metrics/nms.h"
+
+namespace yolo11::engine {
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+}  // namespace
+
+Validator::Validator(std::shared_ptr<data::Loader> loader, std::vector<std::string> names, ValidatorOptions opt)
+    : loader_(std::move(loader)), names_(std::move(names)), opt_(std::move(opt)) {}
+
+ValResult Validator::run(model::YOLO& model, const loss::DetectionLoss* criterion, const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model->is_training();
+  model->eval();
+  metrics::DetMetrics dm(names_);
+  metrics::NmsOptions nms;
+  nms.conf = opt_.conf;
+  nms.iou = opt_.iou;
+  nms.max_det = opt_.max_det;
+  nms.multi_label = true;
+
+  ValResult r;
+  torch::Tensor loss_sum = torch::zeros({3}, torch::kDouble);
+  int64_t batches = 0;
+  loader_->start_epoch(0);
+  while (auto b = loader_->next()) {
+    auto t0 = Clock::now();
+    const auto imgs = b->images.to(device, true).to(torch::kFloat).div_(255.0);
+    const auto bidx = b->batch_idx.to(device);
+    const auto bcls = b->cls.to(device);
+    const auto bxywh = b->bboxes.to(device);
+    r.ms_preprocess += ms_since(t0);
+
+    t0 = Clock::now();
+    const auto feats = model->forward_feats(imgs);
+    const auto preds = model->decode(feats);
+    if (device.is_cuda()) preds.sum().item<float>();  // finish the GPU work inside "inference"
+    r.ms_inference += ms_since(t0);
+
+    if (criterion != nullptr) {
+      t0 = Clock::now();
+      loss_sum += (*criterion)(feats, bidx, bcls, bxywh).items.to(torch::kCPU, torch::kDouble);
+      r.ms_loss += ms_since(t0);
+    }
+
+    t0 = Clock::now();
+    const auto dets = metrics::non_max_suppression(preds, nms);
+    const double H = static_cast<double>(imgs.size(2)), W = static_cast<double>(imgs.size(3));
+    const auto scale = torch::tensor({W, H, W, H}, torch::kFloat);
+    const auto cpu_idx = b->batch_idx.to(torch::kCPU);
+    for (int64_t j = 0; j < b->size(); ++j) {
+      const auto mask = cpu_idx == j;
+      const auto gt_cls = b->cls.index({mask});
+      const auto xywh = b->bboxes.index({mask}) * scale;
+      const auto xy = xywh.slice(1, 0, 2), wh = xywh.slice(1, 2, 4);
+      const auto gt_xyxy = torch::cat({xy - wh / 2, xy + wh / 2}, 1);
+      dm.update(dets[static_cast<size_t>(j)].to(torch::kCPU), gt_cls, gt_xyxy);
+      r.instances += gt_cls.size(0);
+    }
+    r.ms_postprocess += ms_since(t0);
+    if (batches == 0 && opt_.plots && !opt_.save_dir.empty()) {
+      (void)0; // PLOTS data::plot_images(*b, names_, opt_.save_dir + "/val_batch0_labels.jpg");
+      std::vector<at::Tensor> cpu_dets;
+      for (const auto& d : dets) cpu_dets.push_back(d.to(torch::kCPU));
+      (void)0; // PLOTS data::plot_images(*b, names_, opt_.save_dir + "/val_batch0_pred.jpg", &cpu_dets);
+    }
+    r.images += b->size();
+    ++batches;
+  }
+  if (batches > 0) loss_sum /= static_cast<double>(batches);
+  for (int k = 0; k < 3; ++k) r.loss_items[k] = loss_sum[k].item<double>();
+  if (r.images > 0) {
+    const double n = static_cast<double>(r.images);
+    r.ms_preprocess /= n;
+    r.ms_inference /= n;
+    r.ms_loss /= n;
+    r.ms_postprocess /= n;
+  }
+  r.metrics = dm.compute();
+  r.table = dm.table(r.metrics);
+  if (opt_.verbose) spdlog::info("{}", r.table);
+  spdlog::info("Speed: {:.1f}ms preprocess, {:.1f}ms inference, {:.1f}ms loss, {:.1f}ms postprocess per image",
+               r.ms_preprocess, r.ms_inference, r.ms_loss, r.ms_postprocess);
+  if (opt_.plots && !opt_.save_dir.empty()) dm.save_confusion_matrix_png(opt_.save_dir + "/confusion_matrix.png");
+  if (was_training) model->train();
+  return r;
+}
+
+}  // namespace yolo11::engine

@@ -1,0 +1,321 @@
+// yolo11-analyze's logic: read breakdown.csv or train.log windows, combine, diagnose, report.
+#include "yolo11/instrument/analyze.h"
+
+#include <spdlog/fmt/fmt.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "yolo11/instrument/profiler.h"
+#include "yolo11/io/file.h"
+
+namespace yolo11::instrument {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+double num(const std::string& s, const std::string& where) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used != s.size()) throw std::invalid_argument(s);
+    return v;
+  } catch (const std::exception&) {
+    throw std::runtime_error(where + ": '" + s + "' is not a number; is this a yolo11 breakdown.csv?");
+  }
+}
+
+}  // namespace
+
+std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vector<StageSummary>* epoch_stages) {
+  std::istringstream in(io::read_file(path));
+  std::string line;
+  if (!std::getline(in, line)) throw std::runtime_error(path + " is empty; expected a yolo11 breakdown.csv");
+  const auto header = split_csv(line);
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  for (const char* need : {"kind", "epoch", "first_step", "last_step", "steps", "images", "stage", "count", "mean_s",
+                           "p50_s", "p95_s", "max_s", "share", "images_per_s", "gpu_util", "cpu_percent"}) {
+    if (!col.count(need)) {
+      throw std::runtime_error(fmt::format("{}:1: column '{}' missing; expected a yolo11 breakdown.csv", path, need));
+    }
+  }
+  std::vector<WindowSummary> windows;
+  std::map<std::string, std::vector<StageSummary>> per_epoch;
+  int line_no = 1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    const auto f = split_csv(line);
+    const std::string where = fmt::format("{}:{}", path, line_no);
+    if (f.size() < header.size()) throw std::runtime_error(where + ": too few fields");
+    const std::string kind = f[col["kind"]];
+    StageSummary s;
+    s.name = f[col["stage"]];
+    s.count = static_cast<int64_t>(num(f[col["count"]], where));
+    s.mean = num(f[col["mean_s"]], where);
+    s.p50 = num(f[col["p50_s"]], where);
+    s.p95 = num(f[col["p95_s"]], where);
+    s.max = num(f[col["max_s"]], where);
+    s.share = num(f[col["share"]], where);
+    s.total = s.mean * static_cast<double>(s.count);
+    if (kind == "epoch") {
+      const bool epoch_level = col.count("diagnosis") && f[col["diagnosis"]] == "per_epoch";
+      if (epoch_level) {
+        s.per_epoch = true;
+        per_epoch[s.name].push_back(s);
+      }
+      continue;
+    }
+    if (kind != "window") continue;
+    const int64_t first = static_cast<int64_t>(num(f[col["first_step"]], where));
+    if (windows.empty() || windows.back().first_step != first || windows.back().step.count > 0) {
+      WindowSummary w;
+      w.kind = "window";
+      w.epoch = static_cast<int64_t>(num(f[col["epoch"]], where));
+      w.first_step = first;
+      w.last_step = static_cast<int64_t>(num(f[col["last_step"]], where));
+      w.steps = static_cast<int64_t>(num(f[col["steps"]], where));
+      w.images = static_cast<int64_t>(num(f[col["images"]], where));
+      w.images_per_s = num(f[col["images_per_s"]], where);
+      w.gpu_util = num(f[col["gpu_util"]], where);
+      w.cpu_percent = num(f[col["cpu_percent"]], where);
+      if (col.count("rss_mb")) w.rss_mb = num(f[col["rss_mb"]], where);
+      if (col.count("gpu_mem_mb")) w.gpu_mem_mb = num(f[col["gpu_mem_mb"]], where);
+      windows.push_back(w);
+    }
+    WindowSummary& w = windows.back();
+    if (s.name == "step") {
+      w.step = s;  // closes the window (it is the last row of each window)
+    } else {
+      w.stages.push_back(s);
+    }
+  }
+  if (epoch_stages != nullptr) {
+    epoch_stages->clear();
+    for (auto& [name, rows] : per_epoch) {
+      StageSummary c;
+      c.name = name;
+      c.per_epoch = true;
+      double share_sum = 0;
+      for (const auto& r : rows) {
+        c.count += r.count;
+        c.total += r.total;
+        c.max = std::max(c.max, r.max);
+        share_sum += r.share;
+      }
+      c.mean = c.count > 0 ? c.total / static_cast<double>(c.count) : 0;
+      c.p50 = c.p95 = c.mean;
+      c.share = share_sum / static_cast<double>(rows.size());  // mean share of the epoch wall time
+      epoch_stages->push_back(c);
+    }
+  }
+  return windows;
+}
+
+std::vector<WindowSummary> read_log_windows(const std::string& path) {
+  std::istringstream in(io::read_file(path));
+  std::vector<WindowSummary> out;
+  for (std::string line; std::getline(in, line);) {
+    WindowSummary w;
+    if (parse_window_line(line, w)) out.push_back(std::move(w));
+  }
+  return out;
+}
+
+WindowSummary combine_windows(const std::vector<WindowSummary>& windows) {
+  WindowSummary r;
+  r.kind = "run";
+  r.step.name = "step";
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const StageSummary*>> by_name;
+  std::vector<double> step_p50, step_p95;
+  double gpu_sum = 0, gpu_w = 0, cpu_sum = 0, cpu_w = 0;
+  for (const auto& w : windows) {
+    const int64_t steps = std::max<int64_t>(1, w.steps);
+    r.steps += steps;
+    r.images += w.images;
+    r.step.count += steps;
+    r.step.total += w.step.mean * static_cast<double>(steps);
+    r.step.max = std::max(r.step.max, w.step.max);
+    step_p50.push_back(w.step.p50);
+    step_p95.push_back(w.step.p95);
+    if (w.first_step >= 0 && (r.first_step < 0 || w.first_step < r.first_step)) r.first_step = w.first_step;
+    r.last_step = std::max(r.last_step, w.last_step);
+    if (w.gpu_util >= 0) gpu_sum += w.gpu_util * steps, gpu_w += steps;
+    if (w.cpu_percent >= 0) cpu_sum += w.cpu_percent * steps, cpu_w += steps;
+    r.rss_mb = std::max(r.rss_mb, w.rss_mb);
+    r.gpu_mem_mb = std::max(r.gpu_mem_mb, w.gpu_mem_mb);
+    for (const auto& s : w.stages) {
+      if (!by_name.count(s.name)) order.push_back(s.name);
+      by_name[s.name].push_back(&s);
+    }
+  }
+  r.step.mean = r.step.count > 0 ? r.step.total / static_cast<double>(r.step.count) : 0;
+  r.step.p50 = percentile(step_p50, 0.5);
+  r.step.p95 = percentile(step_p95, 0.95);
+  r.step.share = 1.0;
+  r.gpu_util = gpu_w > 0 ? gpu_sum / gpu_w : -1;
+  r.cpu_percent = cpu_w > 0 ? cpu_sum / cpu_w : -1;
+  // Known stages in log order first, then the others in order of appearance.
+  std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
+    auto rank = [](const std::string& n) {
+      auto it = std::find(kStepStages.begin(), kStepStages.end(), n);
+      return it == kStepStages.end() ? kStepStages.size() : static_cast<size_t>(it - kStepStages.begin());
+    };
+    return rank(a) < rank(b);
+  });
+  for (const auto& name : order) {
+    StageSummary c;
+    c.name = name;
+    std::vector<double> p50, p95;
+    for (const StageSummary* s : by_name[name]) {
+      c.count += s->count;
+      c.total += s->total;
+      c.max = std::max(c.max, s->max);
+      p50.push_back(s->p50);
+      p95.push_back(s->p95);
+    }
+    c.mean = c.count > 0 ? c.total / static_cast<double>(c.count) : 0;
+    c.p50 = percentile(p50, 0.5);
+    c.p95 = percentile(p95, 0.95);
+    c.share = r.step.total > 0 ? c.total / r.step.total : 0;
+    r.stages.push_back(c);
+  }
+  r.images_per_s = r.step.total > 0 ? static_cast<double>(r.images) / r.step.total : 0;
+  if (r.images == 0 && !windows.empty()) {  // log lines carry throughput, not image counts
+    double ips = 0;
+    for (const auto& w : windows) ips += w.images_per_s;
+    r.images_per_s = ips / static_cast<double>(windows.size());
+  }
+  return r;
+}
+
+namespace {
+
+// Advice context: summary.json options (written by the Profiler) > args.yaml > defaults.
+AdviceContext load_context(const fs::path& dir) {
+  AdviceContext c;
+  c.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const fs::path summary = dir / "summary.json";
+  if (fs::exists(summary)) {
+    const auto j = nlohmann::json::parse(io::read_file(summary.string()), nullptr, false);
+    if (!j.is_discarded() && j.contains("options")) {
+      const auto& o = j["options"];
+      c.workers = o.value("workers", c.workers);
+      c.batch = o.value("batch", c.batch);
+      c.imgsz = o.value("imgsz", c.imgsz);
+      c.cache = o.value("cache", c.cache);
+      c.amp = o.value("amp", c.amp);
+      c.cores = o.value("cores", c.cores);
+      c.device = o.value("device", c.device);
+      c.sync = o.value("sync", c.sync);
+      return c;
+    }
+  }
+  const fs::path args = dir / "args.yaml";
+  if (fs::exists(args)) {
+    try {
+      const YAML::Node y = YAML::LoadFile(args.string());
+      if (y["workers"]) c.workers = y["workers"].as<int>();
+      if (y["batch"]) c.batch = y["batch"].as<int64_t>();
+      if (y["imgsz"]) c.imgsz = y["imgsz"].as<int64_t>();
+      if (y["cache"]) c.cache = y["cache"].as<std::string>();
+      if (y["amp"]) c.amp = y["amp"].as<bool>();
+      if (y["device"] && !y["device"].IsNull()) c.device = y["device"].as<std::string>();
+    } catch (const std::exception& e) {
+      throw std::runtime_error(args.string() + ": cannot read advice context (" + e.what() + ")");
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+AnalyzeResult analyze_run(const std::string& path) {
+  AnalyzeResult r;
+  fs::path p(path);
+  if (!fs::exists(p)) throw std::runtime_error(path + " does not exist; pass a run directory or its train.log");
+  fs::path dir = fs::is_directory(p) ? p : p.parent_path();
+  if (dir.empty()) dir = ".";
+  if (fs::is_directory(p)) {
+    if (fs::exists(p / "breakdown.csv")) {
+      r.source = (p / "breakdown.csv").string();
+    } else if (fs::exists(p / "train.log")) {
+      r.source = (p / "train.log").string();
+    } else {
+      throw std::runtime_error(path + " has neither breakdown.csv nor train.log; was the run made with "
+                                      "instrument=basic or full?");
+    }
+  } else {
+    r.source = p.string();
+  }
+  const bool csv = r.source.size() >= 4 && r.source.compare(r.source.size() - 4, 4, ".csv") == 0;
+  r.windows = csv ? read_breakdown_csv(r.source, &r.epoch_stages) : read_log_windows(r.source);
+  if (r.windows.empty()) {
+    throw std::runtime_error(r.source + " contains no instrumentation windows (lines like 'dataloader: 0.2s (38%), "
+                                        "... step: 0.5s, 28.6 img/s, data-wait 38%, GPU 54%')");
+  }
+  r.context = load_context(dir);
+  r.overall = combine_windows(r.windows);
+  r.diagnosis = diagnose(r.overall, r.context);
+  std::map<std::string, int> counts;
+  for (const auto& w : r.windows) {
+    r.window_diagnoses.push_back(diagnose(w, r.context));
+    ++counts[to_string(r.window_diagnoses.back().bottleneck)];
+  }
+
+  WindowSummary shown = r.overall;
+  for (const auto& s : r.epoch_stages) shown.stages.push_back(s);
+  std::string rep = fmt::format("source: {} ({} windows)\n", r.source, r.windows.size());
+  rep += format_table(shown);
+  rep += "windows by diagnosis:";
+  for (const auto& [k, n] : counts) rep += fmt::format(" {} {}", k, n);
+  rep += "\n";
+  const size_t n = r.windows.size();
+  rep += fmt::format("throughput: first window {:.1f} img/s, last window {:.1f} img/s\n", r.windows.front().images_per_s,
+                     r.windows.back().images_per_s);
+  if (n > 1) {
+    // The worst data-wait window is often the story (cache warm-up, close_mosaic, disk hiccups).
+    size_t worst = 0;
+    for (size_t i = 1; i < n; ++i) {
+      if (r.windows[i].share("dataloader") > r.windows[worst].share("dataloader")) worst = i;
+    }
+    const auto& w = r.windows[worst];
+    rep += fmt::format("worst data wait: {:.0f}% of step in window {}{}\n", 100.0 * w.share("dataloader"), worst,
+                       w.first_step >= 0 ? fmt::format(" (steps {}-{})", w.first_step, w.last_step) : "");
+  }
+  rep += fmt::format("context: workers={} batch={} imgsz={} cache={} amp={} cores={} device={}\n", r.context.workers,
+                     r.context.batch, r.context.imgsz, r.context.cache, r.context.amp ? "True" : "False",
+                     r.context.cores, r.context.device);
+  rep += "diagnosis: " + r.diagnosis.to_string() + "\n";
+  r.report = std::move(rep);
+  return r;
+}
+
+}  // namespace yolo11::instrument

@@ -1,0 +1,142 @@
+// Diagnosis on synthetic windows: each bottleneck is recognised by its documented threshold and its advice
+// quotes the current settings and names the right knobs; a balanced window gets no advice.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "yolo11/instrument/diagnosis.h"
+#include "yolo11/instrument/stats.h"
+
+namespace yolo11::instrument {
+namespace {
+
+// A window of 10 steps of `step_s` seconds whose stages take the given shares; dataloader p50/p95 given.
+WindowSummary window(const std::map<std::string, double>& shares, double gpu_util = -1, double step_s = 0.5,
+                     double dl_p50 = -1, double dl_p95 = -1) {
+  WindowSummary w;
+  w.steps = 10;
+  w.images = 160;
+  w.step.name = "step";
+  w.step.count = 10;
+  w.step.mean = w.step.p50 = w.step.p95 = w.step.max = step_s;
+  w.step.total = 10 * step_s;
+  w.images_per_s = w.images / w.step.total;
+  w.gpu_util = gpu_util;
+  for (const auto& [name, share] : shares) {
+    StageSummary s;
+    s.name = name;
+    s.count = 10;
+    s.share = share;
+    s.total = share * w.step.total;
+    s.mean = s.p50 = s.p95 = s.max = s.total / 10;
+    if (name == "dataloader" && dl_p50 >= 0) s.p50 = dl_p50, s.p95 = dl_p95;
+    w.stages.push_back(s);
+  }
+  return w;
+}
+
+AdviceContext ctx(int workers, int cores, const std::string& cache, bool amp, const std::string& device = "0") {
+  AdviceContext c;
+  c.workers = workers;
+  c.cores = cores;
+  c.cache = cache;
+  c.amp = amp;
+  c.device = device;
+  c.batch = 16;
+  c.imgsz = 640;
+  return c;
+}
+
+TEST(Diagnosis, DataBoundAdviceNamesWorkersAndCache) {
+  const auto w = window({{"dataloader", 0.72}, {"forward", 0.1}, {"backward", 0.15}}, 41, 0.5, 0.1, 0.31);
+  const Diagnosis d = diagnose(w, ctx(2, 16, "False", true));
+  EXPECT_EQ(d.bottleneck, Bottleneck::data);
+  EXPECT_NEAR(d.data_share, 0.72, 1e-9);
+  EXPECT_NEAR(d.data_tail, 3.1, 1e-9);
+  EXPECT_NE(d.reason.find("data wait 72% of step, p95/p50 3.1"), std::string::npos) << d.reason;
+  EXPECT_NE(d.advice.find("workers=2 on 16 cores"), std::string::npos) << d.advice;
+  EXPECT_NE(d.advice.find("workers=8"), std::string::npos) << d.advice;
+  EXPECT_NE(d.advice.find("cache=ram"), std::string::npos) << d.advice;
+  EXPECT_EQ(d.to_string().rfind("data-bound: ", 0), 0u) << d.to_string();
+}
+
+TEST(Diagnosis, DataBoundByTailAloneAtModerateShare) {
+  // 15% wait is below the 25% share threshold, but p95/p50 = 4 marks stalls → still data-bound.
+  const auto w = window({{"dataloader", 0.15}, {"forward", 0.3}, {"backward", 0.4}}, 70, 0.5, 0.02, 0.08);
+  EXPECT_EQ(diagnose(w, ctx(8, 16, "False", true)).bottleneck, Bottleneck::data);
+  // Same share with a flat distribution is not.
+  const auto flat = window({{"dataloader", 0.15}, {"forward", 0.3}, {"backward", 0.4}}, 70, 0.5, 0.075, 0.08);
+  EXPECT_NE(diagnose(flat, ctx(8, 16, "False", true)).bottleneck, Bottleneck::data);
+}
+
+TEST(Diagnosis, DataBoundWithAllCoresAndRamCacheSuggestsSmallerImages) {
+  const auto w = window({{"dataloader", 0.5}, {"forward", 0.2}, {"backward", 0.3}}, 40);
+  const Diagnosis d = diagnose(w, ctx(16, 16, "ram", true));
+  EXPECT_EQ(d.bottleneck, Bottleneck::data);
+  EXPECT_EQ(d.advice.find("try workers="), std::string::npos) << d.advice;
+  EXPECT_NE(d.advice.find("imgsz=640"), std::string::npos) << d.advice;
+}
+
+TEST(Diagnosis, ComputeBoundBusyGpuAdviceNamesAmpImgszBatch) {
+  const auto w = window({{"dataloader", 0.02}, {"forward", 0.3}, {"loss", 0.05}, {"backward", 0.55},
+                         {"optimizer", 0.05}},
+                        97);
+  const Diagnosis d = diagnose(w, ctx(8, 16, "False", false));
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute);
+  EXPECT_NE(d.advice.find("amp=False → amp=True"), std::string::npos) << d.advice;
+  EXPECT_NE(d.advice.find("imgsz=640 → 480"), std::string::npos) << d.advice;
+  EXPECT_NE(d.advice.find("batch=16"), std::string::npos) << d.advice;
+}
+
+TEST(Diagnosis, ComputeBoundUnderfilledGpuSuggestsLargerBatch) {
+  const auto w = window({{"forward", 0.35}, {"loss", 0.05}, {"backward", 0.45}}, 45);
+  const Diagnosis d = diagnose(w, ctx(8, 16, "ram", true));
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute);
+  EXPECT_NE(d.advice.find("batch=16 → 32"), std::string::npos) << d.advice;
+  EXPECT_NE(d.advice.find("GPU only 45% busy"), std::string::npos) << d.advice;
+}
+
+TEST(Diagnosis, ComputeBoundOnCpuMentionsImgszAndBatch) {
+  const auto w = window({{"forward", 0.35}, {"loss", 0.05}, {"backward", 0.5}}, -1);
+  const Diagnosis d = diagnose(w, ctx(2, 2, "False", false, "cpu"));
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute);
+  EXPECT_NE(d.advice.find("imgsz=640"), std::string::npos) << d.advice;
+  EXPECT_NE(d.advice.find("batch=16"), std::string::npos) << d.advice;
+  EXPECT_EQ(d.advice.find("amp"), std::string::npos) << "AMP does not apply on CPU: " << d.advice;
+}
+
+TEST(Diagnosis, OptimizerSyncBound) {
+  const auto w = window({{"dataloader", 0.05}, {"h2d", 0.12}, {"forward", 0.2}, {"backward", 0.3},
+                         {"optimizer", 0.2}, {"ema", 0.1}},
+                        60);
+  AdviceContext c = ctx(8, 16, "ram", true);
+  c.sync = true;
+  const Diagnosis d = diagnose(w, c);
+  EXPECT_EQ(d.bottleneck, Bottleneck::optimizer_sync);
+  EXPECT_NEAR(d.optimizer_share, 0.42, 1e-9);
+  EXPECT_NE(d.advice.find("sync=True → sync=False"), std::string::npos) << d.advice;
+  EXPECT_NE(d.advice.find("h2d 12%"), std::string::npos) << d.advice;
+  EXPECT_NE(d.advice.find("batch=16 → 32"), std::string::npos) << d.advice;
+}
+
+TEST(Diagnosis, BalancedHasNoAdvice) {
+  const auto w = window({{"dataloader", 0.10}, {"h2d", 0.05}, {"forward", 0.25}, {"loss", 0.05},
+                         {"backward", 0.3}, {"optimizer", 0.1}, {"ema", 0.05}},
+                        75, 0.5, 0.048, 0.055);
+  const Diagnosis d = diagnose(w, ctx(8, 16, "False", true));
+  EXPECT_EQ(d.bottleneck, Bottleneck::balanced);
+  EXPECT_TRUE(d.advice.empty()) << d.advice;
+  EXPECT_EQ(d.to_string().rfind("balanced: ", 0), 0u);
+}
+
+TEST(Diagnosis, ThresholdsAreConfigurable) {
+  const auto w = window({{"dataloader", 0.20}, {"forward", 0.3}, {"backward", 0.3}}, 70);
+  EXPECT_EQ(diagnose(w, ctx(8, 16, "False", true)).bottleneck, Bottleneck::balanced);
+  DiagnosisThresholds t;
+  t.data_share = 0.15;
+  EXPECT_EQ(diagnose(w, ctx(8, 16, "False", true), t).bottleneck, Bottleneck::data);
+}
+
+}  // namespace
+}  // namespace yolo11::instrument

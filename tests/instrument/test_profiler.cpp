@@ -1,0 +1,194 @@
+// Profiler: stage timing, windows every log_every steps, epoch table, breakdown.csv, summary.json, level off.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "golden.h"
+#include "yolo11/instrument/profiler.h"
+#include "yolo11/io/file.h"
+
+namespace yolo11::instrument {
+namespace {
+
+using namespace std::chrono_literals;
+
+ProfilerOptions quiet(const std::string& dir, Level level = Level::basic, int64_t log_every = 2) {
+  ProfilerOptions o;
+  o.level = level;
+  o.log_every = log_every;
+  o.log_lines = false;
+  o.run_dir = dir;
+  o.workers = 2;
+  o.cores = 16;
+  o.cache = "False";
+  o.device = "cpu";
+  return o;
+}
+
+// A step whose dataloader wait is `wait` and whose other stages take ~1 ms each.
+void step(Profiler& p, int64_t i, std::chrono::microseconds wait) {
+  p.begin_step(i);
+  {
+    auto s = p.stage("dataloader");
+    std::this_thread::sleep_for(wait);
+  }
+  for (const char* n : {"h2d", "forward", "loss", "backward", "optimizer", "ema"}) {
+    auto s = p.stage(n);
+    std::this_thread::sleep_for(1ms);
+  }
+  p.end_step(16);
+}
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::istringstream in(io::read_file(path));
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+TEST(Profiler, ParseLevelAcceptsDocumentedValues) {
+  EXPECT_EQ(parse_level("off"), Level::off);
+  EXPECT_EQ(parse_level("basic"), Level::basic);
+  EXPECT_EQ(parse_level("full"), Level::full);
+  EXPECT_EQ(parse_level("False"), Level::off);
+  EXPECT_THROW(parse_level("verbose"), std::runtime_error);
+}
+
+TEST(Profiler, InvalidOptionsThrow) {
+  ProfilerOptions o = quiet("");
+  o.log_every = 0;
+  EXPECT_THROW(Profiler{o}, std::runtime_error);
+  o = quiet("");
+  o.trace_steps = std::make_pair<int64_t, int64_t>(5, 5);
+  EXPECT_THROW(Profiler{o}, std::runtime_error);
+}
+
+TEST(Profiler, WindowLineEveryLogEverySteps) {
+  Profiler p(quiet(""));
+  p.begin_epoch(0);
+  std::vector<bool> got;
+  for (int64_t i = 0; i < 5; ++i) {
+    step(p, i, 100us);
+    got.push_back(p.take_window_line().has_value());
+  }
+  EXPECT_EQ(got, (std::vector<bool>{false, true, false, true, false}));
+  p.end_epoch();  // flushes the partial third window (step 4)
+  const auto line = p.take_window_line();
+  ASSERT_TRUE(line.has_value());
+  EXPECT_EQ(p.last_window().steps, 1);
+  EXPECT_EQ(p.last_window().first_step, 4);
+  EXPECT_NE(line->find("dataloader: "), std::string::npos);
+  EXPECT_NE(line->find("img/s, data-wait "), std::string::npos);
+  EXPECT_NE(line->find("GPU n/a"), std::string::npos);
+}
+
+TEST(Profiler, StageTimesFollowWallClockAndDiagnoseDataWait) {
+  Profiler p(quiet("", Level::basic, 4));
+  p.begin_epoch(0);
+  for (int64_t i = 0; i < 4; ++i) step(p, i, 30ms);
+  const WindowSummary& w = p.last_window();
+  ASSERT_EQ(w.steps, 4);
+  EXPECT_EQ(w.images, 64);
+  const StageSummary* dl = w.find("dataloader");
+  ASSERT_NE(dl, nullptr);
+  EXPECT_GE(dl->mean, 0.030);
+  EXPECT_LT(dl->mean, 0.150);  // generous: sleeps overshoot on a loaded machine
+  EXPECT_GE(w.find("forward")->mean, 0.001);
+  EXPECT_GE(w.step.mean, dl->mean + 6 * 0.001);
+  double sum = 0;
+  for (const auto& s : w.stages) sum += s.share;
+  EXPECT_LE(sum, 1.0 + 1e-9);
+  EXPECT_GT(sum, 0.9);  // the step is almost entirely inside stages
+  EXPECT_NEAR(w.images_per_s, 64 / w.step.total, 1e-9);
+  const Diagnosis d = p.diagnose();
+  EXPECT_EQ(d.bottleneck, Bottleneck::data) << d.to_string();
+  EXPECT_NE(d.advice.find("workers=2 on 16 cores"), std::string::npos) << d.advice;
+}
+
+TEST(Profiler, RepeatedStageInOneStepIsSummed) {
+  Profiler p(quiet("", Level::basic, 1));
+  p.begin_step(0);
+  for (int k = 0; k < 3; ++k) {
+    auto s = p.stage("forward");
+    std::this_thread::sleep_for(2ms);
+  }
+  p.end_step(1);
+  const StageSummary* f = p.last_window().find("forward");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->count, 1);
+  EXPECT_GE(f->mean, 0.006);
+}
+
+TEST(Profiler, EpochTableCsvAndSummaryJson) {
+  const std::string dir = test::scratch_dir("instrument_profiler_files");
+  {
+    Profiler p(quiet(dir));
+    for (int64_t e = 0; e < 2; ++e) {
+      p.begin_epoch(e);
+      for (int64_t i = 0; i < 4; ++i) step(p, e * 4 + i, 500us);
+      {
+        auto s = p.stage("val");
+        std::this_thread::sleep_for(3ms);
+      }
+      { auto s = p.stage("checkpoint"); }
+      { auto s = p.stage("export"); }  // an unknown stage outside a step: reported per epoch
+      const std::string table = p.end_epoch();
+      EXPECT_NE(table.find("export"), std::string::npos) << table;
+      EXPECT_NE(table.find("% of epoch"), std::string::npos) << table;
+      EXPECT_NE(table.find("epoch " + std::to_string(e)), std::string::npos) << table;
+      EXPECT_NE(table.find("% of step"), std::string::npos) << table;
+      EXPECT_NE(table.find("val"), std::string::npos) << table;
+      EXPECT_NE(table.find("diagnosis: "), std::string::npos) << table;
+    }
+    p.finish();
+  }
+  const auto csv = lines_of(dir + "/breakdown.csv");
+  ASSERT_GE(csv.size(), 2u);
+  EXPECT_EQ(csv[0].rfind("kind,epoch,first_step,last_step,steps,images,stage,count,mean_s,p50_s,p95_s,max_s,share", 0),
+            0u);
+  int window_step_rows = 0, epoch_step_rows = 0, val_rows = 0;
+  for (const auto& l : csv) {
+    window_step_rows += l.rfind("window,", 0) == 0 && l.find(",step,") != std::string::npos;
+    epoch_step_rows += l.rfind("epoch,", 0) == 0 && l.find(",step,") != std::string::npos;
+    val_rows += l.rfind("epoch,", 0) == 0 && l.find(",val,") != std::string::npos;
+  }
+  EXPECT_EQ(window_step_rows, 4);  // 2 epochs × 4 steps / log_every 2
+  EXPECT_EQ(epoch_step_rows, 2);
+  EXPECT_EQ(val_rows, 2);
+
+  const auto j = nlohmann::json::parse(io::read_file(dir + "/summary.json"));
+  EXPECT_EQ(j["level"], "basic");
+  EXPECT_EQ(j["run"]["steps"], 8);
+  EXPECT_EQ(j["run"]["images"], 128);
+  EXPECT_GT(j["run"]["images_per_s"].get<double>(), 0);
+  EXPECT_EQ(j["epochs"].size(), 2u);
+  EXPECT_TRUE(j["run"]["diagnosis"].contains("bottleneck"));
+  EXPECT_FALSE(j["nvml"].get<bool>() && j["run"]["gpu_util"].is_null());
+  bool has_dl = false;
+  for (const auto& s : j["run"]["stages"]) has_dl |= s["name"] == "dataloader";
+  EXPECT_TRUE(has_dl);
+}
+
+TEST(Profiler, LevelOffCostsNothingAndWritesNothing) {
+  const std::string dir = test::scratch_dir("instrument_profiler_off");
+  {
+    Profiler p(quiet(dir, Level::off, 1));
+    EXPECT_FALSE(p.enabled());
+    p.begin_epoch(0);
+    step(p, 0, 10us);
+    EXPECT_FALSE(p.take_window_line().has_value());
+    EXPECT_TRUE(p.end_epoch().empty());
+    EXPECT_EQ(p.diagnose().bottleneck, Bottleneck::balanced);
+    p.finish();
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+}
+
+}  // namespace
+}  // namespace yolo11::instrument

@@ -1,0 +1,64 @@
+// Sampler: process CPU time and RSS from /proc, NVML absent → n/a, the background thread's aggregates.
+#include <gtest/gtest.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "yolo11/instrument/sampler.h"
+#include "yolo11/instrument/trace.h"
+
+namespace yolo11::instrument {
+namespace {
+
+TEST(Sampler, ProcessCpuSecondsGrowWithBusyWork) {
+  const double t0 = process_cpu_seconds();
+  ASSERT_GE(t0, 0.0);
+  volatile double x = 0;
+  const int64_t until = now_ns() + 150'000'000;
+  while (now_ns() < until) x = x + 1.0;
+  EXPECT_GT(process_cpu_seconds(), t0 + 0.02);
+  EXPECT_GT(process_rss_mb(), 1.0);
+}
+
+TEST(Sampler, NvmlIsNaWhenTheLibraryIsAbsent) {
+  void* lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (lib != nullptr) {
+    dlclose(lib);
+    GTEST_SKIP() << "libnvidia-ml.so.1 is present on this machine; the n/a path cannot be exercised";
+  }
+  EXPECT_EQ(Nvml::open(0), nullptr);
+  Sampler s(10, /*gpu=*/true, 0);
+  EXPECT_FALSE(s.has_nvml());
+  const Sample r = s.sample_now();
+  EXPECT_LT(r.gpu_util, 0);
+  EXPECT_LT(r.peak_alloc_mb, 0);  // CPU build or no device
+}
+
+TEST(Sampler, ThreadSamplesAtItsRateAndAggregates) {
+  Sampler s(100, /*gpu=*/false, 0);
+  s.set_queue_depth(3);
+  const int64_t t0 = now_ns();
+  const double cpu0 = process_cpu_seconds();
+  s.start();
+  volatile double x = 0;
+  while (now_ns() < t0 + 200'000'000) x = x + 1.0;  // keep one thread busy for 0.2 s
+  s.stop();
+  const int64_t t1 = now_ns();
+  // What this process really got (a loaded machine may give the busy thread well under one core).
+  const double ref = 100.0 * (process_cpu_seconds() - cpu0) / (static_cast<double>(t1 - t0) * 1e-9);
+  const SampleAggregate a = s.aggregate(t0, t1);
+  EXPECT_GE(a.n, 8);   // ~20 expected at 100 Hz; loose for a loaded machine
+  EXPECT_LE(a.n, 40);
+  EXPECT_GT(a.cpu_percent, 0.0);
+  EXPECT_NEAR(a.cpu_percent, ref, std::max(15.0, 0.5 * ref));  // 10 ms /proc tick granularity
+  EXPECT_GT(a.rss_mb, 1.0);
+  EXPECT_LT(a.gpu_util, 0);
+  EXPECT_DOUBLE_EQ(s.latest().queue_depth, 3.0);
+  // A span with no reading falls back to the latest one before it.
+  EXPECT_EQ(s.aggregate(now_ns() + 1, now_ns() + 2).n, 1);
+}
+
+}  // namespace
+}  // namespace yolo11::instrument
