@@ -56,6 +56,9 @@ Loader::Loader(std::shared_ptr<Dataset> ds, AugmentOptions aug, LoaderOptions op
     throw std::runtime_error("Loader: augment imgsz " + std::to_string(aug_.imgsz) + " differs from the dataset's " +
                              std::to_string(ds_->options().imgsz));
   if (ds_->options().rect) {
+    if (opt_.world > 1)
+      throw std::runtime_error("Loader: rect batches cannot be sharded (world " + std::to_string(opt_.world) +
+                               "); validate on one rank as Ultralytics does, or build the dataset with rect=false");
     if (opt_.shuffle) spdlog::warn("Loader: rect=True is incompatible with shuffle; shuffle disabled");
     opt_.shuffle = false;
     if (ds_->options().batch != opt_.batch)
@@ -64,7 +67,12 @@ Loader::Loader(std::shared_ptr<Dataset> ds, AugmentOptions aug, LoaderOptions op
   }
   opt_.prefetch = std::max(1, opt_.prefetch);
   pin_ = opt_.pin_memory && torch::cuda::is_available();
-  for (int i = 0; i < std::max(0, opt_.workers); ++i) threads_.emplace_back([this] { worker_loop(); });
+  for (int i = 0; i < std::max(0, opt_.workers); ++i) {
+    threads_.emplace_back([this, i] {
+      instrument::name_this_thread(("loader " + std::to_string(i)).c_str());  // NVTX + trace.json track name
+      worker_loop();
+    });
+  }
 }
 
 Loader::~Loader() {
@@ -123,6 +131,21 @@ size_t Loader::queue_depth() const {
   return n;
 }
 
+at::Tensor Loader::acquire_images(int64_t B, int64_t H, int64_t W) const {
+  if (pin_) return torch::empty({B, 3, H, W}, torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true));
+  const std::vector<int64_t> want{B, 3, H, W};
+  {
+    std::lock_guard<std::mutex> lk(pool_m_);
+    for (const auto& t : pool_)
+      // free = no other handle to this TensorImpl and no view sharing its storage
+      if (t.use_count() == 1 && t.storage().use_count() == 1 && t.sizes() == want) return t;  // copy under the lock
+  }
+  at::Tensor t = torch::empty(want, torch::kUInt8);
+  std::lock_guard<std::mutex> lk(pool_m_);
+  if (pool_.size() < static_cast<size_t>(opt_.prefetch + std::max(1, opt_.workers) + 2)) pool_.push_back(t);
+  return t;
+}
+
 Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
                           const std::vector<int64_t>& order) const {
   cv::setNumThreads(0);
@@ -149,10 +172,8 @@ Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
   }
   instrument::ScopedRange r("collate");
   const int64_t H = samples[0].img.rows, W = samples[0].img.cols;
-  auto opts = torch::TensorOptions().dtype(torch::kUInt8);
-  if (pin_) opts = opts.pinned_memory(true);
   Batch out;
-  out.images = torch::empty({B, 3, H, W}, opts);
+  out.images = acquire_images(B, H, W);
   int64_t nt = 0;
   for (const auto& s : samples) nt += static_cast<int64_t>(s.cls.size());
   out.batch_idx = torch::empty({nt}, torch::kLong);

@@ -82,8 +82,9 @@ void plot_images(const Batch& b, const std::vector<std::string>& names, const st
     if (preds) {
       if (k >= static_cast<int64_t>(preds->size())) continue;
       const auto p = (*preds)[k].to(torch::kCPU).to(torch::kFloat).contiguous();
+      const float* pp = p.numel() ? p.data_ptr<float>() : nullptr;
       for (int64_t j = 0; j < p.size(0); ++j) {
-        const float* r = p[j].data_ptr<float>();
+        const float* r = pp + 6 * j;
         if (r[4] < 0.25f) continue;
         const int64_t c = static_cast<int64_t>(r[5]);
         char conf[16];
@@ -93,12 +94,15 @@ void plot_images(const Batch& b, const std::vector<std::string>& names, const st
                  name_of(names, c) + conf);
       }
     } else {
+      const int64_t* bip = bi.data_ptr<int64_t>();
+      const int64_t* clp = cl.data_ptr<int64_t>();
+      const float* bbp = bb.data_ptr<float>();
       for (int64_t j = 0; j < bb.size(0); ++j) {
-        if (bi[j].item<int64_t>() != k) continue;
-        const float* r = bb[j].data_ptr<float>();
+        if (bip[j] != k) continue;
+        const float* r = bbp + 4 * j;
         const float cx = r[0] * W, cy = r[1] * H, bw = r[2] * W, bh = r[3] * H;
         const auto s = static_cast<float>(scale);
-        const int64_t c = cl[j].item<int64_t>();
+        const int64_t c = clp[j];
         draw_box(canvas, ox + (cx - bw / 2) * s, oy + (cy - bh / 2) * s, ox + (cx + bw / 2) * s,
                  oy + (cy + bh / 2) * s, color(c), name_of(names, c));
       }

@@ -297,6 +297,7 @@ TrainSummary Trainer::train() {
   else if (po.amp) spdlog::info("amp=true: CUDA autocast to bfloat16 (same range as float32: no loss scaling needed)");
   po.cores = cores;
   po.device = device.str();
+  po.log_lines = false;  // the loop logs take_window_line() itself, after its progress line
   instrument::Profiler prof(po);
 
   Validator validator(val_loader, names,

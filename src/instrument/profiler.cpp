@@ -81,6 +81,12 @@ struct Profiler::Impl {
   int64_t epoch_t0 = 0;
   uint64_t epoch_nvtx = 0;
   bool epoch_open = false, epoch_traced = false;
+  // The "epoch N" NVTX/trace range stays open after end_epoch() until the next begin_epoch() or finish(), so
+  // stages the trainer runs after taking the table (log, checkpoint) still nest inside it; their times are
+  // added to that epoch's breakdown.csv rows and summary.json entry ("late" stages).
+  bool epoch_range_open = false;
+  double closed_epoch_wall = 0;
+  WindowSummary closed_epoch;
   int64_t step = -1;
   int64_t step_t0 = 0, last_step_end = 0;
   bool step_open = false;
@@ -213,7 +219,7 @@ struct Profiler::Impl {
     csv_last_flush = now_ns();
   }
 
-  void write_csv(const WindowSummary& w, const Diagnosis& d) {
+  void write_csv(const WindowSummary& w, const Diagnosis& d, bool with_step_row = true) {
     if (o.run_dir.empty()) return;
     auto row = [&](const StageSummary& s, const std::string& diag) {
       csv_buffer += fmt::format(
@@ -226,7 +232,7 @@ struct Profiler::Impl {
     }
     std::string diag = d.to_string();
     std::replace(diag.begin(), diag.end(), '"', '\'');
-    row(w.step, diag);
+    if (with_step_row) row(w.step, diag);
     if (w.kind != "window" || now_ns() - csv_last_flush >= kCsvFlushNs) flush_csv();
   }
 
@@ -252,12 +258,41 @@ struct Profiler::Impl {
     pending_line = line;
     if (o.log_lines) spdlog::info("{}", line);
     if (!have_diag || d.bottleneck != last_diag.bottleneck) {
-      if (o.log_lines) spdlog::info("diagnosis (steps {}-{}): {}", a.first_step, a.last_step, d.to_string());
+      spdlog::info("diagnosis (steps {}-{}): {}", a.first_step, a.last_step, d.to_string());
     }
     last_diag = d;
     have_diag = true;
     ++windows;
     write_csv(last_window, d);
+  }
+
+  void close_epoch_range(int64_t end) {
+    if (!epoch_range_open) return;
+    epoch_range_open = false;
+    nvtx::end(epoch_nvtx);
+    trace::complete(fmt::format("epoch {}", closed_epoch.epoch), epoch_t0, end, closed_epoch.epoch, epoch_traced);
+    WindowSummary late = closed_epoch;
+    late.stages.clear();
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (epoch_level[i].empty()) continue;
+      StageSummary st;
+      st.name = names[i];
+      st.per_epoch = true;
+      summarize_samples(epoch_level[i], st);
+      st.share = closed_epoch_wall > 0 ? st.total / closed_epoch_wall : 0.0;
+      late.stages.push_back(st);
+      epoch_level[i].clear();
+    }
+    if (late.stages.empty()) return;
+    write_csv(late, Diagnosis{}, /*with_step_row=*/false);
+    if (!epochs_json.empty()) {
+      for (const auto& st : late.stages) {
+        epochs_json.back()["stages"].push_back({{"name", st.name}, {"count", st.count}, {"total_s", st.total},
+                                                {"mean_s", st.mean}, {"p50_s", st.p50}, {"p95_s", st.p95},
+                                                {"max_s", st.max}, {"share", st.share}, {"per_epoch", true},
+                                                {"after_table", true}});
+      }
+    }
   }
 
   nlohmann::json to_json(const WindowSummary& w, const Diagnosis* d) const {
@@ -372,6 +407,7 @@ void Profiler::begin_epoch(int64_t epoch) {
   if (!enabled_) return;
   Impl& m = *impl_;
   if (m.epoch_open) end_epoch();
+  m.close_epoch_range(now_ns());
   m.epoch = epoch;
   m.epoch_open = true;
   m.epoch_traced = trace::recording();
@@ -379,7 +415,6 @@ void Profiler::begin_epoch(int64_t epoch) {
   m.epoch_acc.reset(m.names.size());
   m.epoch_acc.epoch = epoch;
   m.epoch_acc.t0_ns = m.epoch_t0;
-  for (auto& v : m.epoch_level) v.clear();
   m.window_t0 = m.epoch_t0;
   const std::string msg = fmt::format("epoch {}", epoch);
   m.epoch_nvtx = nvtx::start(msg.c_str());
@@ -495,8 +530,7 @@ std::string Profiler::end_epoch() {
   m.close_window(end);
   if (!m.epoch_open) return {};
   m.epoch_open = false;
-  nvtx::end(m.epoch_nvtx);
-  trace::complete(fmt::format("epoch {}", m.epoch), m.epoch_t0, end, m.epoch, m.epoch_traced);
+  m.epoch_range_open = true;  // closed by the next begin_epoch() or finish()
   m.epoch_acc.epoch = m.epoch;
   m.epoch_acc.t1_ns = end;
   const double epoch_wall = static_cast<double>(end - m.epoch_t0) * 1e-9;
@@ -506,6 +540,9 @@ std::string Profiler::end_epoch() {
   nlohmann::json j = m.to_json(w, &d);
   j["wall_s"] = epoch_wall;
   m.epochs_json.push_back(std::move(j));
+  m.closed_epoch = w;
+  m.closed_epoch_wall = epoch_wall;
+  for (auto& v : m.epoch_level) v.clear();  // stages ending from here on are this epoch's "late" stages
   return format_table(w) + "diagnosis: " + d.to_string();
 }
 
@@ -514,6 +551,7 @@ void Profiler::finish() {
   Impl& m = *impl_;
   if (m.epoch_open) end_epoch();
   m.close_window(now_ns());
+  m.close_epoch_range(now_ns());
   m.finished = true;
   const bool traced = trace::recording() || trace::event_count() > 0;
   trace::set_recording(false);
@@ -556,7 +594,7 @@ void Profiler::finish() {
       j["trace"] = trace_path;
     }
     io::write_file_atomic(o.run_dir + "/summary.json", j.dump(2));
-    if (o.log_lines) spdlog::info("instrument: run diagnosis: {}", d.to_string());
+    spdlog::info("instrument: run diagnosis: {}", d.to_string());
   }
   m.flush_csv();
   if (m.csv.is_open()) m.csv.close();

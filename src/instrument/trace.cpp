@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <spdlog/fmt/fmt.h>
 #include <string>
 #include <vector>
 
@@ -26,7 +28,7 @@ int64_t now_ns() {
 namespace trace {
 namespace {
 
-constexpr int64_t kMaxEvents = 2'000'000;  // ~100 MB of JSON; beyond it events are dropped and counted
+constexpr int64_t kMaxEvents = 2'000'000;  // ~250 MB of JSON; beyond it events are dropped and counted
 
 struct Event {
   const char* name = nullptr;  // literal, or nullptr when `owned` holds the name
@@ -153,8 +155,11 @@ void write(const std::string& path, const std::string& other_data_json) {
   const int pid = static_cast<int>(getpid());
   auto us = [origin](int64_t ns) { return static_cast<double>(ns - origin) / 1000.0; };
 
-  nlohmann::json events = nlohmann::json::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "yolo11"}}}});
+  // Streamed as text (a DOM of a million events would need gigabytes); names are escaped through nlohmann.
+  std::string out;
+  out.reserve(1 << 20);
+  out += "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  out += fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":"yolo11"}}}})", pid);
   for (const auto& b : buffers) {
     std::vector<Event> copy;
     std::string name;
@@ -165,30 +170,28 @@ void write(const std::string& path, const std::string& other_data_json) {
     }
     if (copy.empty()) continue;
     if (name.empty()) name = "thread " + std::to_string(b->tid);
-    events.push_back(
-        {{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", b->tid}, {"args", {{"name", name}}}});
+    out += fmt::format(",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}", pid,
+                       b->tid, nlohmann::json(name).dump());
     // Parents before children at equal start: sort by start, then longer first.
     std::stable_sort(copy.begin(), copy.end(), [](const Event& a, const Event& c) {
       return a.ts_ns != c.ts_ns ? a.ts_ns < c.ts_ns : a.dur_ns > c.dur_ns;
     });
     for (const Event& e : copy) {
-      const std::string n = e.name != nullptr ? std::string(e.name) : e.owned;
+      const std::string n = nlohmann::json(e.name != nullptr ? std::string(e.name) : e.owned).dump();
       if (e.ph == 'C') {
-        events.push_back({{"name", n}, {"ph", "C"}, {"ts", us(e.ts_ns)}, {"pid", pid}, {"tid", b->tid},
-                          {"args", {{"value", e.value}}}});
+        out += fmt::format(",\n{{\"name\":{},\"ph\":\"C\",\"ts\":{:.3f},\"pid\":{},\"tid\":{},\"args\":{{\"value\":{}}}}}", n,
+                           us(e.ts_ns), pid, b->tid, std::isfinite(e.value) ? e.value : 0.0);
       } else {
-        nlohmann::json j = {{"name", n},         {"cat", "yolo11"},  {"ph", "X"},      {"ts", us(e.ts_ns)},
-                            {"dur", e.dur_ns / 1000.0}, {"pid", pid}, {"tid", b->tid}};
-        if (e.has_arg) j["args"] = {{"value", e.arg}};
-        events.push_back(std::move(j));
+        out += fmt::format(",\n{{\"name\":{},\"cat\":\"yolo11\",\"ph\":\"X\",\"ts\":{:.3f},\"dur\":{:.3f},\"pid\":{},\"tid\":{}",
+                           n, us(e.ts_ns), e.dur_ns / 1000.0, pid, b->tid);
+        out += e.has_arg ? fmt::format(",\"args\":{{\"value\":{}}}}}", e.arg) : std::string("}");
       }
     }
   }
-  nlohmann::json doc = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
   nlohmann::json other = other_data_json.empty() ? nlohmann::json::object() : nlohmann::json::parse(other_data_json);
   other["dropped_events"] = r.dropped.load();
-  doc["otherData"] = std::move(other);
-  io::write_file_atomic(path, doc.dump());
+  out += "\n],\n\"otherData\":" + other.dump() + "}\n";
+  io::write_file_atomic(path, out);
 }
 
 void clear() {

@@ -12,6 +12,31 @@ namespace {
 
 std::vector<double> to_double(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
 
+/// Σ BCE-with-logits(x, t) over all elements = Σ softplus(x) − Σ x·t, with the gradient (sigmoid(x) − t)·g
+/// produced in one buffer (the generic graph would allocate and add several (B, A, nc) temporaries). When
+/// `fg_only` is set, t is zero outside the rows selected by fg (B, A), and the x·t terms are taken there only.
+struct BceWithLogitsSum : public torch::autograd::Function<BceWithLogitsSum> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& t,
+                            const at::Tensor& fg, bool fg_only) {
+    ctx->save_for_backward({x, t, fg});
+    ctx->saved_data["fg_only"] = fg_only;
+    const auto xt = fg_only ? (x.index({fg}) * t.index({fg})).sum() : (x * t).sum();
+    return torch::softplus(x).sum() - xt;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &x = saved[0], &t = saved[1], &fg = saved[2];
+    auto grad = torch::sigmoid(x);
+    if (ctx->saved_data["fg_only"].toBool())
+      grad.index_put_({fg}, grad.index({fg}) - t.index({fg}));
+    else
+      grad.sub_(t);
+    grad.mul_(grad_out[0]);
+    return {grad, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 }  // namespace
 
 PaddedTargets preprocess_targets(const at::Tensor& batch_idx, const at::Tensor& cls, const at::Tensor& bboxes,
@@ -103,20 +128,21 @@ DetectionLoss::Output DetectionLoss::operator()(const std::vector<at::Tensor>& f
   auto pred_bboxes = dist2bbox(logits.softmax(3).matmul(proj), anchor_points);  // (B, A, 4) grid units
 
   auto pd_px = (pred_bboxes.detach() * stride_tensor);
-  auto asg = assigner_(pred_scores.detach().sigmoid(), pd_px, anchor_points * stride_tensor, targets.gt_labels,
+  auto asg = assigner_.assign(pred_scores.detach(), /*scores_are_logits=*/true, pd_px, anchor_points * stride_tensor, targets.gt_labels,
                        targets.gt_bboxes, targets.mask_gt);
   auto target_scores_sum = asg.target_scores.sum().clamp_min(1.0);
 
-  // BCE-with-logits summed over anchors and classes: softplus(x) − x·t (same function as
-  // binary_cross_entropy_with_logits, in 3 passes instead of ~8; gradient sigmoid(x) − t).
-  auto loss_cls = (torch::softplus(pred_scores) - pred_scores * asg.target_scores).sum() / target_scores_sum;
+  // BCE-with-logits summed over anchors and classes, written as Σ softplus(x) − Σ x·t (the same function as
+  // binary_cross_entropy_with_logits; gradient sigmoid(x) − t). Targets are zero off the foreground, so on the
+  // CPU the x·t term is taken over foreground rows only.
+  const bool dense = dense_override_ ? *dense_override_ : pred_scores.is_cuda();
+  auto loss_cls = BceWithLogitsSum::apply(pred_scores, asg.target_scores, asg.fg_mask, !dense) / target_scores_sum;
 
   // Box and DFL terms on foreground anchors, weighted by Σ_c target_scores. On CUDA they are evaluated on every
   // anchor (the weight is zero on background), which gives the same sums without the host sync of a boolean
   // index; on the CPU only the foreground rows are gathered, as the reference does.
   auto weight = asg.target_scores.sum(-1, true);           // (B, A, 1)
   auto target_bboxes = asg.target_bboxes / stride_tensor;  // grid units
-  const bool dense = dense_override_ ? *dense_override_ : pred_scores.is_cuda();
   at::Tensor pb = pred_bboxes, tb = target_bboxes, w = weight, lg = logits, ap = anchor_points;
   if (!dense) {
     const auto& fg = asg.fg_mask;

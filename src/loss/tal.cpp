@@ -49,6 +49,13 @@ TaskAlignedAssigner::TaskAlignedAssigner(int64_t topk, int64_t num_classes, doub
 Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
                                            const at::Tensor& anc_points, const at::Tensor& gt_labels,
                                            const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const {
+  return assign(pd_scores, false, pd_bboxes, anc_points, gt_labels, gt_bboxes, mask_gt);
+}
+
+Assignment TaskAlignedAssigner::assign(const at::Tensor& pd_scores, bool scores_are_logits,
+                                       const at::Tensor& pd_bboxes, const at::Tensor& anc_points,
+                                       const at::Tensor& gt_labels, const at::Tensor& gt_bboxes,
+                                       const at::Tensor& mask_gt) const {
   torch::NoGradGuard no_grad;
   const int64_t bs = pd_scores.size(0), na = pd_scores.size(1), nmax = gt_bboxes.size(1);
   if (pd_scores.dim() != 3 || pd_scores.size(2) != num_classes_ || pd_bboxes.sizes() != at::IntArrayRef{bs, na, 4} ||
@@ -92,8 +99,9 @@ Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at
   const bool dense = dense_override_ ? *dense_override_ : pd_scores.is_cuda();
   if (dense) {  // no host sync: evaluate every pair, mask afterwards
     auto scores_t = pd_scores.transpose(1, 2);  // (B, nc, A)
-    auto bbox_scores = scores_t.gather(1, labels.clamp(0, num_classes_ - 1).unsqueeze(-1).expand({bs, nmax, na}))
-                           .masked_fill(~cand, 0);
+    auto bbox_scores = scores_t.gather(1, labels.clamp(0, num_classes_ - 1).unsqueeze(-1).expand({bs, nmax, na}));
+    if (scores_are_logits) bbox_scores = bbox_scores.sigmoid();
+    bbox_scores = bbox_scores.masked_fill(~cand, 0);
     overlaps = bbox_iou(gtb.unsqueeze(2), pd_bboxes.unsqueeze(1), /*xywh=*/false, IouKind::CIoU)
                    .squeeze(-1)
                    .clamp_min(0)
@@ -106,6 +114,7 @@ Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at
                   .squeeze(-1)
                   .clamp_min(0);
     auto sc = pd_scores.index({ib, ia, labels.index({ib, im}).clamp(0, num_classes_ - 1)});
+    if (scores_are_logits) sc = sc.sigmoid();
     overlaps = torch::zeros({bs, nmax, na}, pd_bboxes.options()).index_put_({ib, im, ia}, ov);
     align_metric = torch::zeros({bs, nmax, na}, pd_scores.options()).index_put_({ib, im, ia}, sc.pow(alpha_) * ov.pow(beta_));
   }

@@ -358,3 +358,60 @@ TEST(Scan, MoreInstancesThanMaxDetIsReported) {
   Dataset ds({(d / "images").string()}, info, o);
   EXPECT_TRUE(has(ds.warnings(), "5 instances > max_det 3"));
 }
+
+TEST(ReadImage, CmykTiffBecomesBgr) {
+  // Hand-built uncompressed little-endian TIFF, 10×10, CMYK (Photometric 5, InkSet 1), every pixel C0 M255 Y255 K0
+  // = pure red.
+  std::string t("II*\0\x08\0\0\0", 8);
+  auto u16 = [&](uint16_t v) { t.push_back(static_cast<char>(v & 0xFF)); t.push_back(static_cast<char>(v >> 8)); };
+  auto u32 = [&](uint32_t v) { u16(v & 0xFFFF); u16(v >> 16); };
+  auto entry = [&](uint16_t tag, uint16_t type, uint32_t count, uint32_t value) {
+    u16(tag), u16(type), u32(count);
+    if (type == 3 && count == 1) {
+      u16(static_cast<uint16_t>(value)), u16(0);
+    } else {
+      u32(value);
+    }
+  };
+  const uint32_t bps_off = 8 + 2 + 11 * 12 + 4, data_off = bps_off + 8;
+  u16(11);
+  entry(256, 3, 1, 10);
+  entry(257, 3, 1, 10);
+  entry(258, 3, 4, bps_off);
+  entry(259, 3, 1, 1);
+  entry(262, 3, 1, 5);
+  entry(273, 4, 1, data_off);
+  entry(277, 3, 1, 4);
+  entry(278, 3, 1, 10);
+  entry(279, 4, 1, 400);
+  entry(284, 3, 1, 1);
+  entry(332, 3, 1, 1);
+  u32(0);
+  for (int i = 0; i < 4; ++i) u16(8);
+  for (int i = 0; i < 100; ++i) t += std::string("\x00\xFF\xFF\x00", 4);
+  const fs::path d = yolo11::test::scratch_dir("cmyk");
+  write(d / "c.tif", t);
+  const cv::Mat m = read_image((d / "c.tif").string());
+  EXPECT_EQ(m.type(), CV_8UC3);
+  const cv::Vec3b p = m.at<cv::Vec3b>(5, 5);
+  EXPECT_LT(p[0], 30);   // B
+  EXPECT_LT(p[1], 30);   // G
+  EXPECT_GT(p[2], 225);  // R
+}
+
+TEST(Scan, PathsWithSpacesAndNonAsciiCharactersWorkEndToEnd) {
+  const fs::path d = fs::path(yolo11::test::scratch_dir("unicode")) / "my data sät";
+  setenv("YOLO11_CACHE_DIR", (d / "usercache").c_str(), 1);
+  write(d / "images" / "tr ain" / "bild ö 1.JPG", encode(gradient(40, 50), ".jpg"));
+  write(d / "labels" / "tr ain" / "bild ö 1.txt", "0 0.5 0.5 0.5 0.5\n");
+  DatasetInfo info;
+  info.nc = 1;
+  DatasetOptions o;
+  o.imgsz = 64;
+  o.require_instances = true;
+  Dataset ds({(d / "images" / "tr ain").string()}, info, o);
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds.labels(0).cls.size(), 1u);
+  EXPECT_EQ(ds.load(0).img.cols, 64);
+  EXPECT_TRUE(fs::exists(d / "labels" / "tr ain.yolo11.cache"));
+}

@@ -131,7 +131,9 @@ TEST(Loader, CloseMosaicBeforeFirstBatchSwitchesToLetterboxOnly) {
   // identity perspective on a letterboxed image: rows of the padding are exactly 114
   const auto a = b->images[0];
   const auto rs = b->resized_shapes[0];
-  if (rs[0] < 320) EXPECT_EQ(a.select(1, 0).eq(114).all().item<bool>(), true);
+  if (rs[0] < 320) {
+    EXPECT_EQ(a.select(1, 0).eq(114).all().item<bool>(), true);
+  }
 }
 
 TEST(Loader, RectValidationBatchesUseStrideMultipleShapesAndRatioPad) {

@@ -136,11 +136,15 @@ TEST(Profiler, EpochTableCsvAndSummaryJson) {
         auto s = p.stage("val");
         std::this_thread::sleep_for(3ms);
       }
-      { auto s = p.stage("checkpoint"); }
       { auto s = p.stage("export"); }  // an unknown stage outside a step: reported per epoch
       const std::string table = p.end_epoch();
       EXPECT_NE(table.find("export"), std::string::npos) << table;
       EXPECT_NE(table.find("% of epoch"), std::string::npos) << table;
+      EXPECT_EQ(table.find("checkpoint"), std::string::npos) << table;
+      {
+        auto s = p.stage("checkpoint");  // after the table: a "late" stage of this epoch
+        std::this_thread::sleep_for(1ms);
+      }
       EXPECT_NE(table.find("epoch " + std::to_string(e)), std::string::npos) << table;
       EXPECT_NE(table.find("% of step"), std::string::npos) << table;
       EXPECT_NE(table.find("val"), std::string::npos) << table;
@@ -161,6 +165,9 @@ TEST(Profiler, EpochTableCsvAndSummaryJson) {
   EXPECT_EQ(window_step_rows, 4);  // 2 epochs × 4 steps / log_every 2
   EXPECT_EQ(epoch_step_rows, 2);
   EXPECT_EQ(val_rows, 2);
+  int late_rows = 0;
+  for (const auto& l : csv) late_rows += l.rfind("epoch,", 0) == 0 && l.find(",checkpoint,") != std::string::npos;
+  EXPECT_EQ(late_rows, 2);  // one per epoch, written when the epoch range closes
 
   const auto j = nlohmann::json::parse(io::read_file(dir + "/summary.json"));
   EXPECT_EQ(j["level"], "basic");
@@ -168,6 +175,11 @@ TEST(Profiler, EpochTableCsvAndSummaryJson) {
   EXPECT_EQ(j["run"]["images"], 128);
   EXPECT_GT(j["run"]["images_per_s"].get<double>(), 0);
   EXPECT_EQ(j["epochs"].size(), 2u);
+  for (const auto& e : j["epochs"]) {
+    bool late = false;
+    for (const auto& st : e["stages"]) late |= st["name"] == "checkpoint" && st.value("after_table", false);
+    EXPECT_TRUE(late) << e.dump();
+  }
   EXPECT_TRUE(j["run"]["diagnosis"].contains("bottleneck"));
   EXPECT_FALSE(j["nvml"].get<bool>() && j["run"]["gpu_util"].is_null());
   bool has_dl = false;

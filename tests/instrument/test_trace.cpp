@@ -34,7 +34,7 @@ nlohmann::json run_and_read_trace(const std::string& dir) {
   o.level = Level::full;
   o.log_every = 2;
   o.log_lines = false;
-  o.trace_steps = std::make_pair<int64_t, int64_t>(1, 3);
+  o.trace_steps = std::make_pair<int64_t, int64_t>(1, 100);  // from step 1 on, through the epoch end
   o.sample_hz = 200;
   o.run_dir = dir;
   Profiler prof(o);
@@ -65,7 +65,11 @@ nlohmann::json run_and_read_trace(const std::string& dir) {
   stop = true;
   loader.join();
   { auto s = prof.stage("val"); }
-  prof.end_epoch();
+  {
+    auto s = prof.stage("log");  // the trainer takes the epoch table inside "log", then checkpoints
+    prof.end_epoch();
+  }
+  { auto s = prof.stage("checkpoint"); }
   prof.finish();
   return nlohmann::json::parse(io::read_file(dir + "/trace.json"));
 }
@@ -133,8 +137,9 @@ TEST(Trace, TraceJsonIsValidNestedAndNamedAsSpecified) {
       if (tid == loader_tid) loader_stages.insert(e.name);
     }
   }
-  EXPECT_EQ(steps, (std::set<std::string>{"step 1", "step 2"}));  // trace_steps 1:3
+  EXPECT_EQ(steps, (std::set<std::string>{"step 1", "step 2", "step 3"}));  // trace_steps 1:100, 4 steps run
   for (const char* n : kStepStages) EXPECT_TRUE(trainer_stages.count(n)) << n;
+  for (const char* n : kEpochStages) EXPECT_TRUE(trainer_stages.count(n)) << n;
   EXPECT_TRUE(trainer_stages.count("epoch 0"));
   for (const char* n : {"load", "mosaic", "augment", "collate"}) EXPECT_TRUE(loader_stages.count(n)) << n;
   EXPECT_TRUE(counters.count("queue depth"));

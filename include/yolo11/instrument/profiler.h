@@ -58,8 +58,8 @@ struct ProfilerOptions {
   int cuda_device = 0;       ///< device index for events, NVML and peak memory
   std::string run_dir;       ///< breakdown.csv, trace.json, summary.json go here; empty → no files
   double sample_hz = 10.0;   ///< sampler frequency (CPU %, RSS, GPU util/memory/clock/power)
-  /// Log each window line (and diagnosis changes) through spdlog::info. Set false when the trainer prints
-  /// take_window_line() itself.
+  /// Log each window line through spdlog::info. Set false when the trainer prints take_window_line() itself
+  /// (diagnosis changes and the final diagnosis are logged either way).
   bool log_lines = true;
   // Context for advice (the run's current settings, quoted back in advice text):
   int workers = 8;
@@ -119,8 +119,11 @@ class Profiler {
   /// "dataloader: 0.214s (38%), h2d: ... step: 0.560s, 28.6 img/s, data-wait 38%, GPU 54%".
   std::optional<std::string> take_window_line();
   void set_queue_depth(size_t depth);  ///< loader prefetch queue depth (trace counter); any thread
-  /// Closes the epoch (flushes a partial window); returns the table (stage, mean, p50, p95, max, % of step)
-  /// with the epoch's diagnosis; rows also appended to breakdown.csv (kind "epoch").
+  /// Closes the epoch's statistics (flushes a partial window); returns the table (stage, mean, p50, p95, max,
+  /// % of step) with the epoch's diagnosis; rows also appended to breakdown.csv (kind "epoch"). The "epoch N"
+  /// range itself stays open until the next begin_epoch() or finish(), so stages run after taking the table
+  /// (log, checkpoint) still nest inside it; their times go to that epoch's breakdown.csv rows and
+  /// summary.json entry (marked after_table), not to the returned table.
   std::string end_epoch();
   /// Writes summary.json (whole run: stages, throughput, utilisation, peak memory, diagnosis) and trace.json
   /// (level full), stops the sampler. Idempotent.

@@ -49,6 +49,12 @@ class TaskAlignedAssigner {
   Assignment operator()(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes, const at::Tensor& anc_points,
                         const at::Tensor& gt_labels, const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const;
 
+  /// As operator() but pd_scores may be raw class logits (scores_are_logits = true): the sigmoid is then applied
+  /// only to the (GT, anchor) scores the metric reads (identical values, a fraction of the work).
+  Assignment assign(const at::Tensor& pd_scores, bool scores_are_logits, const at::Tensor& pd_bboxes,
+                    const at::Tensor& anc_points, const at::Tensor& gt_labels, const at::Tensor& gt_bboxes,
+                    const at::Tensor& mask_gt) const;
+
   /// Pair evaluation strategy: dense (every GT × anchor pair, no host sync; default on CUDA) or candidates only
   /// (default on CPU, much less work). Both give identical results; nullopt restores the default.
   void set_dense(std::optional<bool> dense) { dense_override_ = dense; }
