@@ -306,6 +306,7 @@ TrainSummary Trainer::train() {
   int64_t patience_left = cfg.patience;
   int64_t global_step = start_epoch * nb;
   int nan_streak = 0;
+  bool mosaic_closed = false;
   TrainSummary summary;
   summary.run_dir = run_dir;
   spdlog::info("Image sizes {} train, {} val\nLogging results to {}\nStarting training for {} epochs...", cfg.imgsz,
@@ -315,9 +316,10 @@ TrainSummary Trainer::train() {
     const auto t_epoch = Clock::now();
     prof.begin_epoch(epoch);
     sched.on_epoch_start(epoch);
-    if (cfg.close_mosaic > 0 && epoch == cfg.epochs - cfg.close_mosaic) {
+    if (cfg.close_mosaic > 0 && epoch >= cfg.epochs - cfg.close_mosaic && !mosaic_closed) {  // also after resume
       spdlog::info("Closing dataloader mosaic");
       train_loader->close_mosaic();
+      mosaic_closed = true;
     }
     train_loader->start_epoch(epoch);
     net->train();
