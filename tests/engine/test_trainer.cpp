@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../instrument/nvtx_recording.h"
 #include "golden.h"
 #include "yolo11/config/train_config.h"
 #include "yolo11/data/dataset.h"
@@ -20,6 +21,8 @@
 
 namespace fs = std::filesystem;
 using namespace yolo11;
+
+YOLO11_NVTX_INJECT_AT_STARTUP();
 
 namespace {
 
@@ -115,3 +118,42 @@ TEST(Trainer, OneEpochOnCoco8WritesEveryOutput) {
   EXPECT_NE(text.find("mAP50-95"), std::string::npos);
   EXPECT_NE(text.find("forward:"), std::string::npos);
 }
+
+#ifdef YOLO11_NVTX_INJECTION_PATH
+// The real trainer, two steps (coco8 train = 4 images, batch 2), seen through an NVTX injection library:
+// exactly the documented nesting of stage ranges on the training thread.
+TEST(Trainer, TwoStepsEmitTheNestedNvtxStageRanges) {
+  const std::string project = test::scratch_dir("trainer_nvtx");
+  const std::string datasets = fs::path(test::dataset_dir("coco8")).parent_path().string();
+  auto cfg = config::TrainConfig::load(
+      "", {"model=" + source_path("configs/models/yolo11.yaml"), "data=" + source_path("configs/datasets/coco8.yaml"),
+           "datasets_dir=" + datasets, "epochs=1", "imgsz=64", "batch=2", "workers=1", "project=" + project,
+           "name=run", "plots=false", "instrument=basic"});
+  engine::Trainer trainer(cfg);
+  test::nvtx_clear_recording();
+  trainer.train();
+  const auto records = test::nvtx_recording();
+  ASSERT_FALSE(records.empty()) << "the NVTX injection library was not loaded";
+  std::vector<std::string> expected = {"+epoch 0"};
+  for (int step = 0; step < 2; ++step) {
+    expected.push_back("+step " + std::to_string(step));
+    for (const char* name : {"dataloader", "h2d", "forward", "loss", "backward", "optimizer", "ema"}) {
+      expected.push_back(std::string("+") + name);
+      expected.push_back(std::string("-") + name);
+    }
+    expected.push_back("-step " + std::to_string(step));
+  }
+  for (const char* name : {"val", "log", "checkpoint"}) {
+    expected.push_back(std::string("+") + name);
+    expected.push_back(std::string("-") + name);
+  }
+  expected.push_back("-epoch 0");
+  EXPECT_EQ(test::nvtx_sequence(records, test::this_thread_tid()), expected);
+  // Loader worker threads have their own ranges.
+  bool worker_ranges = false;
+  for (const auto& r : records)
+    if (r.tid != test::this_thread_tid() && r.kind == "push" && (r.message == "load" || r.message == "collate"))
+      worker_ranges = true;
+  EXPECT_TRUE(worker_ranges);
+}
+#endif
