@@ -83,22 +83,32 @@ int main(int argc, char** argv) {
   int iters = 5, model_iters = 2;
   bool with_model = true;
   std::string profile;  // --profile <trace.json>: legacy autograd profiler trace of one loss fwd+bwd
-  std::string device = "cpu", labels = "../shared/datasets/coco128/labels/train2017", yaml = "configs/models/yolo11.yaml";
+  std::string device = "cpu", labels = "../shared/datasets/coco128/labels/train2017",
+              yaml = "configs/models/yolo11.yaml";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
       if (i + 1 >= argc) throw std::runtime_error("missing value after " + a);
       return argv[++i];
     };
-    if (a == "--batch") batch = std::stoll(next());
-    else if (a == "--imgsz") imgsz = std::stoll(next());
-    else if (a == "--iters") iters = std::stoi(next());
-    else if (a == "--model-iters") model_iters = std::stoi(next());
-    else if (a == "--no-model") with_model = false;
-    else if (a == "--device") device = next();
-    else if (a == "--labels") labels = next();
-    else if (a == "--yaml") yaml = next();
-    else if (a == "--profile") profile = next();
+    if (a == "--batch")
+      batch = std::stoll(next());
+    else if (a == "--imgsz")
+      imgsz = std::stoll(next());
+    else if (a == "--iters")
+      iters = std::stoi(next());
+    else if (a == "--model-iters")
+      model_iters = std::stoi(next());
+    else if (a == "--no-model")
+      with_model = false;
+    else if (a == "--device")
+      device = next();
+    else if (a == "--labels")
+      labels = next();
+    else if (a == "--yaml")
+      yaml = next();
+    else if (a == "--profile")
+      profile = next();
     else {
       std::cerr << "unknown argument " << a << "\n";
       return 2;
@@ -125,7 +135,10 @@ int main(int argc, char** argv) {
     for (auto& f : feats) f0.push_back(f.detach());
     auto [anc, st] = yolo11::loss::make_anchors(f0, {8, 16, 32});
     auto scores = torch::cat({f0[0].flatten(2), f0[1].flatten(2), f0[2].flatten(2)}, 2)
-                      .narrow(1, 64, 80).transpose(1, 2).sigmoid().contiguous();
+                      .narrow(1, 64, 80)
+                      .transpose(1, 2)
+                      .sigmoid()
+                      .contiguous();
     const auto ta = time_ms(iters, dev, [&] {
       tal(scores, diag.pd_bboxes, anc * st, diag.targets.gt_labels, diag.targets.gt_bboxes, diag.targets.mask_gt);
     });

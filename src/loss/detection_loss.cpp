@@ -128,8 +128,8 @@ DetectionLoss::Output DetectionLoss::operator()(const std::vector<at::Tensor>& f
   auto pred_bboxes = dist2bbox(logits.softmax(3).matmul(proj), anchor_points);  // (B, A, 4) grid units
 
   auto pd_px = (pred_bboxes.detach() * stride_tensor);
-  auto asg = assigner_.assign(pred_scores.detach(), /*scores_are_logits=*/true, pd_px, anchor_points * stride_tensor, targets.gt_labels,
-                       targets.gt_bboxes, targets.mask_gt);
+  auto asg = assigner_.assign(pred_scores.detach(), /*scores_are_logits=*/true, pd_px, anchor_points * stride_tensor,
+                              targets.gt_labels, targets.gt_bboxes, targets.mask_gt);
   auto target_scores_sum = asg.target_scores.sum().clamp_min(1.0);
 
   // BCE-with-logits summed over anchors and classes, written as Σ softplus(x) − Σ x·t (the same function as

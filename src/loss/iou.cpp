@@ -20,8 +20,10 @@ at::Tensor xyxy2xywh(const at::Tensor& x) {
 }
 
 at::Tensor bbox_iou(const at::Tensor& box1, const at::Tensor& box2, bool xywh, IouKind kind, double eps) {
-  TORCH_CHECK(box1.size(-1) == 4 && box2.size(-1) == 4, "bbox_iou: boxes must have 4 coordinates in the last "
-              "dimension, got ", box1.sizes(), " and ", box2.sizes());
+  TORCH_CHECK(box1.size(-1) == 4 && box2.size(-1) == 4,
+              "bbox_iou: boxes must have 4 coordinates in the last "
+              "dimension, got ",
+              box1.sizes(), " and ", box2.sizes());
   at::Tensor b1_x1, b1_y1, b1_x2, b1_y2, b2_x1, b2_y1, b2_x2, b2_y2, w1, h1, w2, h2;
   if (xywh) {
     auto a = box1.chunk(4, -1), b = box2.chunk(4, -1);

@@ -41,8 +41,9 @@ TaskAlignedAssigner::TaskAlignedAssigner(int64_t topk, int64_t num_classes, doub
                                          std::vector<double> stride, double eps)
     : topk_(topk), num_classes_(num_classes), alpha_(alpha), beta_(beta), stride_(std::move(stride)), eps_(eps) {
   if (topk_ < 1 || num_classes_ < 1 || stride_.empty())
-    throw std::runtime_error("TaskAlignedAssigner: need topk >= 1, num_classes >= 1 and at least one stride (got topk " +
-                             std::to_string(topk_) + ", num_classes " + std::to_string(num_classes_) + ")");
+    throw std::runtime_error(
+        "TaskAlignedAssigner: need topk >= 1, num_classes >= 1 and at least one stride (got topk " +
+        std::to_string(topk_) + ", num_classes " + std::to_string(num_classes_) + ")");
   if (stride_.size() == 1) stride_.push_back(2 * stride_[0]);  // enlargement target when only one level exists
 }
 
@@ -52,10 +53,9 @@ Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at
   return assign(pd_scores, false, pd_bboxes, anc_points, gt_labels, gt_bboxes, mask_gt);
 }
 
-Assignment TaskAlignedAssigner::assign(const at::Tensor& pd_scores, bool scores_are_logits,
-                                       const at::Tensor& pd_bboxes, const at::Tensor& anc_points,
-                                       const at::Tensor& gt_labels, const at::Tensor& gt_bboxes,
-                                       const at::Tensor& mask_gt) const {
+Assignment TaskAlignedAssigner::assign(const at::Tensor& pd_scores, bool scores_are_logits, const at::Tensor& pd_bboxes,
+                                       const at::Tensor& anc_points, const at::Tensor& gt_labels,
+                                       const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const {
   torch::NoGradGuard no_grad;
   const int64_t bs = pd_scores.size(0), na = pd_scores.size(1), nmax = gt_bboxes.size(1);
   if (pd_scores.dim() != 3 || pd_scores.size(2) != num_classes_ || pd_bboxes.sizes() != at::IntArrayRef{bs, na, 4} ||
@@ -64,8 +64,7 @@ Assignment TaskAlignedAssigner::assign(const at::Tensor& pd_scores, bool scores_
     std::ostringstream ss;
     ss << "TaskAlignedAssigner: inconsistent shapes: pd_scores " << pd_scores.sizes() << " (expected (B,A,"
        << num_classes_ << ")), pd_bboxes " << pd_bboxes.sizes() << ", anc_points " << anc_points.sizes()
-       << ", gt_labels " << gt_labels.sizes() << ", gt_bboxes " << gt_bboxes.sizes() << ", mask_gt "
-       << mask_gt.sizes();
+       << ", gt_labels " << gt_labels.sizes() << ", gt_bboxes " << gt_bboxes.sizes() << ", mask_gt " << mask_gt.sizes();
     throw std::runtime_error(ss.str());
   }
   const auto fopts = pd_scores.options();
@@ -75,15 +74,15 @@ Assignment TaskAlignedAssigner::assign(const at::Tensor& pd_scores, bool scores_
             torch::zeros_like(pd_scores), torch::zeros({bs, na}, fopts.dtype(torch::kBool)), zeros_ba};
   }
   const auto dtype = pd_bboxes.scalar_type();
-  auto mgt = mask_gt.to(dtype);                      // (B, M, 1) 0/1
+  auto mgt = mask_gt.to(dtype);                               // (B, M, 1) 0/1
   auto labels = gt_labels.to(torch::kLong).view({bs, nmax});  // (B, M)
 
   // 1. Candidates: anchor centre strictly inside the (small-side-enlarged) GT box.
   auto gxywh = xyxy2xywh(gt_bboxes.to(dtype));
   auto wh = gxywh.narrow(-1, 2, 2);
   auto small = (wh < stride_[0]).to(dtype) * mgt;
-  gxywh = torch::cat({gxywh.narrow(-1, 0, 2), torch::where(small.to(torch::kBool), torch::full_like(wh, stride_[1]), wh)},
-                     -1);
+  gxywh = torch::cat(
+      {gxywh.narrow(-1, 0, 2), torch::where(small.to(torch::kBool), torch::full_like(wh, stride_[1]), wh)}, -1);
   auto gxyxy = xywh2xyxy(gxywh).unsqueeze(2);  // (B, M, 1, 4)
   auto ctr = anc_points.to(dtype);             // (A, 2)
   auto cx = ctr.select(1, 0), cy = ctr.select(1, 1);
@@ -97,7 +96,7 @@ Assignment TaskAlignedAssigner::assign(const at::Tensor& pd_scores, bool scores_
   auto gtb = gt_bboxes.to(dtype);
   at::Tensor overlaps, align_metric;
   const bool dense = dense_override_ ? *dense_override_ : pd_scores.is_cuda();
-  if (dense) {  // no host sync: evaluate every pair, mask afterwards
+  if (dense) {                                  // no host sync: evaluate every pair, mask afterwards
     auto scores_t = pd_scores.transpose(1, 2);  // (B, nc, A)
     auto bbox_scores = scores_t.gather(1, labels.clamp(0, num_classes_ - 1).unsqueeze(-1).expand({bs, nmax, na}));
     if (scores_are_logits) bbox_scores = bbox_scores.sigmoid();
@@ -107,7 +106,7 @@ Assignment TaskAlignedAssigner::assign(const at::Tensor& pd_scores, bool scores_
                    .clamp_min(0)
                    .masked_fill(~cand, 0);  // (B, M, A)
     align_metric = bbox_scores.pow(alpha_) * overlaps.pow(beta_);
-  } else {  // candidates only (a few % of the pairs), as the reference does
+  } else {                      // candidates only (a few % of the pairs), as the reference does
     auto idx = cand.nonzero();  // (K, 3): b, m, a
     auto ib = idx.select(1, 0), im = idx.select(1, 1), ia = idx.select(1, 2);
     auto ov = bbox_iou(gtb.index({ib, im}), pd_bboxes.index({ib, ia}), /*xywh=*/false, IouKind::CIoU)
@@ -116,7 +115,8 @@ Assignment TaskAlignedAssigner::assign(const at::Tensor& pd_scores, bool scores_
     auto sc = pd_scores.index({ib, ia, labels.index({ib, im}).clamp(0, num_classes_ - 1)});
     if (scores_are_logits) sc = sc.sigmoid();
     overlaps = torch::zeros({bs, nmax, na}, pd_bboxes.options()).index_put_({ib, im, ia}, ov);
-    align_metric = torch::zeros({bs, nmax, na}, pd_scores.options()).index_put_({ib, im, ia}, sc.pow(alpha_) * ov.pow(beta_));
+    align_metric =
+        torch::zeros({bs, nmax, na}, pd_scores.options()).index_put_({ib, im, ia}, sc.pow(alpha_) * ov.pow(beta_));
   }
 
   // 3. Top-k anchors per GT (padding GTs select nothing), positives = top-k ∧ candidate ∧ valid.
@@ -136,13 +136,13 @@ Assignment TaskAlignedAssigner::assign(const at::Tensor& pd_scores, bool scores_
 
   // 5. Targets gathered from the assigned GT.
   auto flat_idx = target_gt_idx + torch::arange(bs, target_gt_idx.options()).unsqueeze(-1) * nmax;
-  auto target_labels = labels.flatten().index({flat_idx}).clamp_min(0);                // (B, A)
-  auto target_bboxes = gt_bboxes.to(dtype).reshape({-1, 4}).index({flat_idx});       // (B, A, 4)
+  auto target_labels = labels.flatten().index({flat_idx}).clamp_min(0);         // (B, A)
+  auto target_bboxes = gt_bboxes.to(dtype).reshape({-1, 4}).index({flat_idx});  // (B, A, 4)
 
   // 6. Normalise by per-GT best overlap / best metric; one-hot(label) × that value on foreground anchors.
   align_metric = align_metric * mask_pos;
-  auto pos_align = align_metric.amax(-1, true);               // (B, M, 1)
-  auto pos_overlaps = (overlaps * mask_pos).amax(-1, true);   // (B, M, 1)
+  auto pos_align = align_metric.amax(-1, true);                             // (B, M, 1)
+  auto pos_overlaps = (overlaps * mask_pos).amax(-1, true);                 // (B, M, 1)
   auto norm = (align_metric * pos_overlaps / (pos_align + eps_)).amax(-2);  // (B, A)
   auto value = norm.masked_fill(~fg_mask, 0).to(pd_scores.scalar_type()).unsqueeze(-1);
   auto target_scores = torch::zeros({bs, na, num_classes_}, fopts)

@@ -2,11 +2,10 @@
 
 #include <torch/torch.h>
 
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
-
 #include <algorithm>
 #include <cstdio>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 #include <stdexcept>
 
 #include "yolo11/loss/iou.h"
@@ -91,7 +90,10 @@ void ConfusionMatrix::save_png(const std::string& path, const std::vector<std::s
     for (double v : row) vmax = std::max(vmax, v);
   if (vmax <= 0) vmax = 1;
   const bool annotate = k <= 30;
-  auto label = [&](int i) { return i < static_cast<int>(nc_) ? (i < static_cast<int>(names.size()) ? names[i] : std::to_string(i)) : std::string("background"); };
+  auto label = [&](int i) {
+    return i < static_cast<int>(nc_) ? (i < static_cast<int>(names.size()) ? names[i] : std::to_string(i))
+                                     : std::string("background");
+  };
   for (int r = 0; r < k; ++r)
     for (int c = 0; c < k; ++c) {
       const double v = data[r][c];
@@ -101,7 +103,10 @@ void ConfusionMatrix::save_png(const std::string& path, const std::vector<std::s
       cv::rectangle(img, p0, p0 + cv::Point(cell, cell), col, cv::FILLED);
       if (annotate && v > 0.0) {
         char buf[32];
-        if (normalize) std::snprintf(buf, sizeof buf, "%.2f", v); else std::snprintf(buf, sizeof buf, "%.0f", v);
+        if (normalize)
+          std::snprintf(buf, sizeof buf, "%.2f", v);
+        else
+          std::snprintf(buf, sizeof buf, "%.0f", v);
         const double fs = std::min(0.45, cell / 80.0);
         int base = 0;
         const auto sz = cv::getTextSize(buf, cv::FONT_HERSHEY_SIMPLEX, fs, 1, &base);
@@ -128,10 +133,12 @@ void ConfusionMatrix::save_png(const std::string& path, const std::vector<std::s
     if (x0 >= 0 && x0 + rot.cols <= w && y0 + rot.rows <= h) rot.copyTo(img(cv::Rect(x0, y0, rot.cols, rot.rows)));
   }
   const std::string title = normalize ? "Confusion Matrix Normalized" : "Confusion Matrix";
-  cv::putText(img, title, cv::Point(std::max(10, (w - 430) / 2), 35), cv::FONT_HERSHEY_SIMPLEX, 0.8, cv::Scalar(0, 0, 0), 2, cv::LINE_AA);
+  cv::putText(img, title, cv::Point(std::max(10, (w - 430) / 2), 35), cv::FONT_HERSHEY_SIMPLEX, 0.8,
+              cv::Scalar(0, 0, 0), 2, cv::LINE_AA);
   cv::putText(img, "True", cv::Point(margin_l + k * cell / 2 - 20, h - 12), cv::FONT_HERSHEY_SIMPLEX, 0.6,
               cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
-  cv::putText(img, "Predicted", cv::Point(5, margin_t - 8), cv::FONT_HERSHEY_SIMPLEX, 0.6, cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
+  cv::putText(img, "Predicted", cv::Point(5, margin_t - 8), cv::FONT_HERSHEY_SIMPLEX, 0.6, cv::Scalar(0, 0, 0), 1,
+              cv::LINE_AA);
   if (!cv::imwrite(path, img))
     throw std::runtime_error("ConfusionMatrix::save_png: cannot write " + path +
                              " (does the directory exist and is it writable?)");

@@ -77,7 +77,8 @@ at::Tensor match_predictions(const at::Tensor& pred_cls, const at::Tensor& gt_cl
     ss << "match_predictions: iou must be (n_gt=" << m << ", n_pred=" << n << "), got " << iou_in.sizes();
     throw std::runtime_error(ss.str());
   }
-  auto same = gt_cls.to(torch::kCPU, torch::kDouble).view({m, 1}) == pred_cls.to(torch::kCPU, torch::kDouble).view({1, n});
+  auto same =
+      gt_cls.to(torch::kCPU, torch::kDouble).view({m, 1}) == pred_cls.to(torch::kCPU, torch::kDouble).view({1, n});
   auto iou = (iou_in.detach().to(torch::kCPU, torch::kFloat) * same).contiguous();
   auto ia = iou.accessor<float, 2>();
   auto ca = correct.accessor<bool, 2>();
@@ -109,7 +110,8 @@ double interp(double x, const std::vector<double>& xp, const std::vector<double>
   if (x > xp[n - 1]) return right;
   if (x < xp[0]) return left;
   if (x == xp[n - 1]) return fp[n - 1];
-  const size_t j = static_cast<size_t>(std::upper_bound(xp.begin(), xp.end(), x) - xp.begin()) - 1;  // xp[j] ≤ x < xp[j+1]
+  const size_t j =
+      static_cast<size_t>(std::upper_bound(xp.begin(), xp.end(), x) - xp.begin()) - 1;  // xp[j] ≤ x < xp[j+1]
   if (xp[j] == x) return fp[j];
   const double slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
   double r = slope * (x - xp[j]) + fp[j];

@@ -56,9 +56,9 @@ std::vector<at::Tensor> non_max_suppression(const at::Tensor& pred, const NmsOpt
   const int64_t bs = pred.size(0), nc = pred.size(1) - 4;
   const bool multi_label = o.multi_label && nc > 1;
   auto p = pred.detach().to(torch::kFloat).transpose(-1, -2);  // (B, A, 4 + nc), a view: input untouched
-  auto boxes_all = loss::xywh2xyxy(p.narrow(-1, 0, 4));       // new tensor
+  auto boxes_all = loss::xywh2xyxy(p.narrow(-1, 0, 4));        // new tensor
   auto scores_all = p.narrow(-1, 4, nc);
-  auto xc = std::get<0>(scores_all.max(-1)) > o.conf;          // (B, A)
+  auto xc = std::get<0>(scores_all.max(-1)) > o.conf;  // (B, A)
   const auto fopts = pred.options().dtype(torch::kFloat);
   std::vector<at::Tensor> out(bs);
   if (kept_index) kept_index->assign(bs, at::Tensor());

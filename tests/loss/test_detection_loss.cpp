@@ -1,9 +1,9 @@
 // DetectionLoss against loss_cases (README §3.5): values, gradients, assigner internals, no-target cases.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "golden.h"
 #include "yolo11/io/file.h"
@@ -120,9 +120,9 @@ TEST(PreprocessTargets, GroupsUnsortedRowsInOrderOfAppearance) {
   EXPECT_ALL_CLOSE(p.gt_bboxes[1][0], torch::tensor({50.f, 25.f, 150.f, 75.f}), 0, 0);
   EXPECT_ALL_CLOSE(p.gt_bboxes[1][1], torch::tensor({0.f, 0.f, 200.f, 100.f}), 0, 0);
   EXPECT_TRUE(p.mask_gt.view({3, 2}).equal(torch::tensor({{true, false}, {true, true}, {false, false}})));
-  EXPECT_THROW(loss::preprocess_targets(torch::tensor({3L}), torch::tensor({0L}), torch::rand({1, 4}), 3, 64, 64,
-                                        torch::kCPU),
-               std::runtime_error);
+  EXPECT_THROW(
+      loss::preprocess_targets(torch::tensor({3L}), torch::tensor({0L}), torch::rand({1, 4}), 3, 64, 64, torch::kCPU),
+      std::runtime_error);
 }
 
 TEST(DetectionLoss, RejectsWrongChannelCount) {

@@ -39,8 +39,7 @@ TEST(BboxIou, GiouDiouCiouOfKnownBoxes) {
   auto c = torch::tensor({0.f, 0.f, 10.f, 20.f});
   const double v = 4 / (M_PI * M_PI) * std::pow(std::atan(10.0 / 10.0) - std::atan(10.0 / 20.0), 2);
   const double alpha = v / (v - 0.5 + 1);
-  EXPECT_NEAR(loss::bbox_iou(a, c, false, loss::IouKind::CIoU).item<double>(), 0.5 - (25.0 / 500.0 + v * alpha),
-              1e-6);
+  EXPECT_NEAR(loss::bbox_iou(a, c, false, loss::IouKind::CIoU).item<double>(), 0.5 - (25.0 / 500.0 + v * alpha), 1e-6);
   // Disjoint boxes: GIoU negative.
   auto d = torch::tensor({20.f, 20.f, 30.f, 30.f});
   EXPECT_LT(loss::bbox_iou(a, d, false, loss::IouKind::GIoU).item<double>(), 0);

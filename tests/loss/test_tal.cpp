@@ -97,8 +97,8 @@ TEST(TaskAlignedAssigner, AnchorOfTwoGtsGoesToLargestOverlap) {
 TEST(MakeAnchors, OrderAndStrides) {
   std::vector<at::Tensor> feats{torch::zeros({1, 1, 2, 3}), torch::zeros({1, 1, 1, 2})};
   auto [anc, st] = loss::make_anchors(feats, {8, 16});
-  auto ref = torch::tensor({{0.5f, 0.5f}, {1.5f, 0.5f}, {2.5f, 0.5f}, {0.5f, 1.5f}, {1.5f, 1.5f}, {2.5f, 1.5f},
-                            {0.5f, 0.5f}, {1.5f, 0.5f}});
+  auto ref = torch::tensor(
+      {{0.5f, 0.5f}, {1.5f, 0.5f}, {2.5f, 0.5f}, {0.5f, 1.5f}, {1.5f, 1.5f}, {2.5f, 1.5f}, {0.5f, 0.5f}, {1.5f, 0.5f}});
   EXPECT_ALL_CLOSE(anc, ref, 0, 0);
   EXPECT_ALL_CLOSE(st.squeeze(1), torch::tensor({8.f, 8.f, 8.f, 8.f, 8.f, 8.f, 16.f, 16.f}), 0, 0);
 }

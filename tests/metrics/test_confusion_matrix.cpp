@@ -15,10 +15,10 @@ TEST(ConfusionMatrix, CountsCorrectWrongMissedAndBackground) {
   auto gt_cls = torch::tensor({0L, 1L, 2L});
   auto gt = torch::tensor({{0.f, 0.f, 10.f, 10.f}, {20.f, 20.f, 30.f, 30.f}, {50.f, 50.f, 60.f, 60.f}});
   auto pred = torch::tensor({
-      {0.f, 0.f, 10.f, 10.f, 0.9f, 0.f},      // correct class 0
-      {20.f, 20.f, 30.f, 31.f, 0.8f, 2.f},    // GT 1 predicted as class 2
+      {0.f, 0.f, 10.f, 10.f, 0.9f, 0.f},        // correct class 0
+      {20.f, 20.f, 30.f, 31.f, 0.8f, 2.f},      // GT 1 predicted as class 2
       {100.f, 100.f, 110.f, 110.f, 0.7f, 1.f},  // no GT → background column
-      {50.f, 50.f, 60.f, 60.f, 0.1f, 2.f},    // below conf 0.25 → ignored, GT 2 missed
+      {50.f, 50.f, 60.f, 60.f, 0.1f, 2.f},      // below conf 0.25 → ignored, GT 2 missed
   });
   cm.process_batch(pred, gt_cls, gt);
   const auto& m = cm.matrix();

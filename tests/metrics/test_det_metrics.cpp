@@ -1,7 +1,8 @@
 // Matching, AP and DetMetrics against metrics_cases.json (README §3.8), plus edge cases.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
 
 #include "golden.h"
 #include "yolo11/io/file.h"
@@ -83,7 +84,8 @@ TEST(MatchPredictions, IouAndCorrectMatricesMatchGolden) {
     for (const auto& row : im["correct"])
       for (const auto& v : row) ref.push_back(v.get<bool>() ? 1 : 0);
     EXPECT_TRUE(correct.equal(torch::tensor(ref).view({n, metrics::kNumIou}).to(torch::kBool)))
-        << "image " << im["image"] << "\n" << correct;
+        << "image " << im["image"] << "\n"
+        << correct;
   }
 }
 
@@ -185,8 +187,8 @@ TEST(DetMetrics, ImageLevelCountsAtIou50MatchGolden) {
     auto c = image_case(im);
     auto iou = loss::box_iou(c.gt_boxes, c.pred.narrow(1, 0, 4));
     const int64_t n = c.pred.size(0), m = c.gt_cls.numel();
-    const int64_t tp = m ? metrics::match_predictions(c.pred.select(1, 5), c.gt_cls, iou)
-                               .select(1, 0).sum().item<int64_t>() : 0;
+    const int64_t tp =
+        m ? metrics::match_predictions(c.pred.select(1, 5), c.gt_cls, iou).select(1, 0).sum().item<int64_t>() : 0;
     const auto& ref = golden()["image_metrics_iou50"]["img" + std::to_string(im["image"].get<int>()) + ".jpg"];
     EXPECT_EQ(tp, ref["tp"].get<int64_t>());
     EXPECT_EQ(n - tp, ref["fp"].get<int64_t>());
@@ -196,7 +198,8 @@ TEST(DetMetrics, ImageLevelCountsAtIou50MatchGolden) {
 
 TEST(DetMetrics, NoPredictionsGivesZeros) {
   metrics::DetMetrics m({"a", "b"});
-  m.update(torch::zeros({0, 6}), torch::tensor({0L, 1L}), torch::tensor({{0.f, 0.f, 10.f, 10.f}, {5.f, 5.f, 9.f, 9.f}}));
+  m.update(torch::zeros({0, 6}), torch::tensor({0L, 1L}),
+           torch::tensor({{0.f, 0.f, 10.f, 10.f}, {5.f, 5.f, 9.f, 9.f}}));
   auto r = m.compute();
   ASSERT_EQ(r.per_class.size(), 2u);
   EXPECT_EQ(r.precision, 0.0);

@@ -20,8 +20,10 @@ std::vector<Setting> settings() {
     o.conf = conf, o.iou = iou, o.max_det = max_det, o.multi_label = ml, o.agnostic = ag;
     return o;
   };
-  return {{"S1", mk(0.001, 0.7, 300, false, false)}, {"S2", mk(0.25, 0.45, 300, false, false)},
-          {"S3", mk(0.001, 0.7, 300, true, false)},  {"S4", mk(0.001, 0.7, 3, false, false)},
+  return {{"S1", mk(0.001, 0.7, 300, false, false)},
+          {"S2", mk(0.25, 0.45, 300, false, false)},
+          {"S3", mk(0.001, 0.7, 300, true, false)},
+          {"S4", mk(0.001, 0.7, 3, false, false)},
           {"S5", mk(0.25, 0.45, 300, false, true)}};
 }
 

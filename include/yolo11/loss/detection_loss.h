@@ -39,15 +39,15 @@ class DetectionLoss {
 
   struct Output {
     at::Tensor total;  ///< scalar: loss_vec.sum() = B·(gain_box·box + gain_cls·cls + gain_dfl·dfl); back-propagate this
-    at::Tensor items;  ///< (3) detached [gain_box·box, gain_cls·cls, gain_dfl·dfl] (not × B): what is logged
+    at::Tensor items;     ///< (3) detached [gain_box·box, gain_cls·cls, gain_dfl·dfl] (not × B): what is logged
     at::Tensor loss_vec;  ///< (3) items × B, with grad (the reference's first return value)
   };
 
   /// Intermediate tensors, filled only when requested (tests, debugging).
   struct Diagnostics {
     PaddedTargets targets;
-    at::Tensor pd_bboxes;    ///< (B, A, 4) detached predicted boxes, xyxy pixels (assigner input)
-    Assignment assignment;   ///< assigner outputs (target_bboxes in pixels)
+    at::Tensor pd_bboxes;          ///< (B, A, 4) detached predicted boxes, xyxy pixels (assigner input)
+    Assignment assignment;         ///< assigner outputs (target_bboxes in pixels)
     at::Tensor target_scores_sum;  ///< scalar, max(Σ target_scores, 1)
   };
 

@@ -34,9 +34,9 @@ double compute_ap(const std::vector<double>& recall, const std::vector<double>& 
 struct ClassResult {
   int64_t cls = 0;
   std::string name;
-  int64_t images = 0;     ///< images containing this class
-  int64_t instances = 0;  ///< GT boxes of this class
-  double p = 0, r = 0, f1 = 0;  ///< at the max-F1 confidence (common to all classes)
+  int64_t images = 0;                ///< images containing this class
+  int64_t instances = 0;             ///< GT boxes of this class
+  double p = 0, r = 0, f1 = 0;       ///< at the max-F1 confidence (common to all classes)
   std::array<double, kNumIou> ap{};  ///< AP at each IoU threshold
   double ap50() const { return ap[0]; }
   double ap50_95() const;
@@ -44,12 +44,12 @@ struct ClassResult {
 
 /// Output of ap_per_class, for classes in ascending id order.
 struct ApPerClass {
-  std::vector<int64_t> classes;             ///< evaluated class ids (unique GT classes)
-  std::vector<int64_t> num_gt;              ///< GT count per evaluated class
-  std::vector<double> p, r, f1;             ///< at the max-F1 index
+  std::vector<int64_t> classes;  ///< evaluated class ids (unique GT classes)
+  std::vector<int64_t> num_gt;   ///< GT count per evaluated class
+  std::vector<double> p, r, f1;  ///< at the max-F1 index
   std::vector<std::array<double, kNumIou>> ap;
-  std::vector<double> tp, fp;               ///< round(r·n_gt), round(tp/p − tp) at the max-F1 index
-  int64_t max_f1_index = 0;                 ///< index into the 1000 confidences linspace(0, 1, 1000)
+  std::vector<double> tp, fp;  ///< round(r·n_gt), round(tp/p − tp) at the max-F1 index
+  int64_t max_f1_index = 0;    ///< index into the 1000 confidences linspace(0, 1, 1000)
   std::vector<std::vector<double>> p_curve, r_curve, f1_curve;  ///< (classes, 1000)
 };
 
@@ -71,10 +71,10 @@ class DetMetrics {
 
   struct Results {
     double precision = 0, recall = 0, map50 = 0, map75 = 0, map50_95 = 0;
-    double fitness = 0;                 ///< = map50_95 (Ultralytics 8.4.50 weights [0, 0, 0, 1])
-    std::vector<ClassResult> per_class; ///< evaluated classes (present in GT), ascending id
-    std::vector<double> maps;           ///< (nc) AP50-95 per class; mAP50-95 for classes not evaluated
-    int64_t images = 0, instances = 0;  ///< images seen, GT boxes
+    double fitness = 0;                  ///< = map50_95 (Ultralytics 8.4.50 weights [0, 0, 0, 1])
+    std::vector<ClassResult> per_class;  ///< evaluated classes (present in GT), ascending id
+    std::vector<double> maps;            ///< (nc) AP50-95 per class; mAP50-95 for classes not evaluated
+    int64_t images = 0, instances = 0;   ///< images seen, GT boxes
     int64_t max_f1_index = 0;
   };
   Results compute() const;
