@@ -91,7 +91,10 @@ ValResult Validator::run(model::YOLO& model, const loss::DetectionLoss* criterio
   if (opt_.verbose) spdlog::info("{}", r.table);
   spdlog::info("Speed: {:.1f}ms preprocess, {:.1f}ms inference, {:.1f}ms loss, {:.1f}ms postprocess per image",
                r.ms_preprocess, r.ms_inference, r.ms_loss, r.ms_postprocess);
-  if (opt_.plots && !opt_.save_dir.empty()) dm.save_confusion_matrix_png(opt_.save_dir + "/confusion_matrix.png");
+  if (opt_.plots && !opt_.save_dir.empty()) {
+    dm.save_confusion_matrix_png(opt_.save_dir + "/confusion_matrix.png");
+    dm.save_confusion_matrix_png(opt_.save_dir + "/confusion_matrix_normalized.png", true);
+  }
   if (was_training) model->train();
   return r;
 }
