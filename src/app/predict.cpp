@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
     if (!a.data.empty()) det.names = yolo11::data::load_dataset_yaml(a.data).names;
     spdlog::info("{}", det.report);
     const torch::Device device(a.device == "cpu" || a.device.empty() ? torch::kCPU : torch::kCUDA);
+    det.model->fuse();
     det.model->to(device);
     const std::string save_dir = yolo11::config::make_run_dir(a.project, a.name, a.exist_ok);
     if (a.save_txt) fs::create_directories(save_dir + "/labels");

@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
     yolo11::engine::Validator validator(loader, info.names, vo);
     yolo11::loss::DetectionLoss criterion(det.nc, det.model->strides(), det.model->reg_max());
     const torch::Device device(cfg.device.empty() || cfg.device == "cpu" ? torch::kCPU : torch::kCUDA);
+    det.model->fuse();
+    yolo11::model::to_channels_last(*det.model);
     det.model->to(device);
     validator.run(det.model, &criterion, device);
     spdlog::info("Results saved to {}", save_dir);

@@ -22,6 +22,7 @@ struct ValidatorOptions {
   bool plots = true;          ///< write val_batch0_labels.jpg / val_batch0_pred.jpg / confusion_matrix.png
   std::string save_dir;       ///< where plots go ("" = none)
   bool verbose = true;        ///< print the per-class table
+  bool channels_last = true;  ///< feed NHWC batches (the trainer's val model is channels_last)
 };
 
 struct ValResult {
