@@ -6,9 +6,8 @@
 #include <thread>
 
 #include "yolo11/config/train_config.h"
-#include "yolo11/data/dataset.h"
 #include "yolo11/data/dataset_info.h"
-#include "yolo11/data/loader.h"
+#include "yolo11/engine/data_setup.h"
 #include "yolo11/engine/inference.h"
 #include "yolo11/engine/validator.h"
 
@@ -34,22 +33,7 @@ int main(int argc, char** argv) {
       throw std::runtime_error(weights + " predicts " + std::to_string(det.nc) + " classes but " + cfg.data + " has " +
                                std::to_string(info.nc) + "; pass the dataset the weights were trained on");
     const auto& sources = cfg.split == "train" ? info.train : cfg.split == "test" ? info.test : info.val;
-    yolo11::data::DatasetOptions dso;
-    dso.imgsz = cfg.imgsz;
-    dso.rect = true;
-    dso.batch = cfg.batch;
-    dso.max_det = cfg.max_det;
-    auto ds = std::make_shared<yolo11::data::Dataset>(sources, info, dso);
-    spdlog::info("{}: {}", cfg.split, ds->summary());
-    yolo11::data::AugmentOptions aug;
-    aug.imgsz = cfg.imgsz;
-    aug.augment = false;
-    aug.rect = true;
-    yolo11::data::LoaderOptions lo;
-    lo.batch = cfg.batch;
-    lo.workers = static_cast<int>(cfg.workers);
-    lo.shuffle = false;
-    auto loader = std::make_shared<yolo11::data::Loader>(ds, aug, lo);
+    auto loader = yolo11::engine::make_val_loader(info, sources, cfg, cfg.batch, cfg.split);
     const std::string save_dir = yolo11::config::make_run_dir(cfg.project.empty() ? "runs/val" : cfg.project,
                                                               cfg.name.empty() ? "val" : cfg.name, cfg.exist_ok);
     yolo11::engine::ValidatorOptions vo{cfg.conf.value_or(0.001), cfg.iou, cfg.max_det, cfg.plots, save_dir, true};

@@ -24,6 +24,7 @@
 #include "yolo11/data/loader.h"
 #include "yolo11/data/plots.h"
 #include "yolo11/engine/checkpoint.h"
+#include "yolo11/engine/data_setup.h"
 #include "yolo11/engine/ema.h"
 #include "yolo11/engine/optimizer.h"
 #include "yolo11/engine/results.h"
@@ -174,55 +175,9 @@ TrainSummary Trainer::train() {
   const auto info = data::load_dataset_yaml(cfg.data, cfg.datasets_dir);
   const int64_t nc = cfg.single_cls ? 1 : info.nc;
   const std::vector<std::string> names = cfg.single_cls ? std::vector<std::string>{"item"} : info.names;
-  data::DatasetOptions train_ds_opt;
-  train_ds_opt.imgsz = cfg.imgsz;
-  train_ds_opt.cache = cfg.cache;
-  train_ds_opt.single_cls = cfg.single_cls;
-  train_ds_opt.fraction = cfg.fraction;
-  train_ds_opt.max_det = cfg.max_det;
-  train_ds_opt.batch = cfg.batch;
-  train_ds_opt.require_instances = true;
-  data::DatasetOptions val_ds_opt = train_ds_opt;
-  val_ds_opt.fraction = 1.0;
-  val_ds_opt.rect = true;
-  val_ds_opt.batch = cfg.batch * 2;
-  val_ds_opt.require_instances = false;
-  auto train_ds = std::make_shared<data::Dataset>(info.train, info, train_ds_opt);
-  spdlog::info("train: {}", train_ds->summary());
-  auto val_ds = std::make_shared<data::Dataset>(info.val, info, val_ds_opt);
-  spdlog::info("val: {}", val_ds->summary());
-  data::AugmentOptions aug;
-  aug.imgsz = cfg.imgsz;
-  aug.hsv_h = cfg.hsv_h;
-  aug.hsv_s = cfg.hsv_s;
-  aug.hsv_v = cfg.hsv_v;
-  aug.degrees = cfg.degrees;
-  aug.translate = cfg.translate;
-  aug.scale = cfg.scale;
-  aug.shear = cfg.shear;
-  aug.perspective = cfg.perspective;
-  aug.flipud = cfg.flipud;
-  aug.fliplr = cfg.fliplr;
-  aug.mosaic = cfg.mosaic;
-  aug.mixup = cfg.mixup;
-  aug.cutmix = cfg.cutmix;
-  aug.bgr = cfg.bgr;
-  aug.rect = cfg.rect;
-  data::AugmentOptions val_aug = aug;
-  val_aug.augment = false;
-  val_aug.rect = true;
-  data::LoaderOptions lo;
-  lo.batch = cfg.batch;
-  lo.workers = static_cast<int>(cfg.workers);
-  lo.shuffle = true;
-  lo.seed = static_cast<uint64_t>(cfg.seed);
-  lo.pin_memory = cuda;
-  auto train_loader = std::make_shared<data::Loader>(train_ds, aug, lo);
-  data::LoaderOptions vlo = lo;
-  vlo.batch = cfg.batch * 2;
-  vlo.shuffle = false;
-  auto val_loader = std::make_shared<data::Loader>(val_ds, val_aug, vlo);
-  if (cfg.plots) data::plot_labels(*train_ds, run_dir + "/labels.jpg");
+  auto train_loader = make_train_loader(info, cfg, /*pin_memory=*/cuda);
+  auto val_loader = make_val_loader(info, info.val, cfg, cfg.batch * 2, "val");
+  if (cfg.plots) data::plot_labels(train_loader->dataset(), run_dir + "/labels.jpg");
 
   // ---- model, loss ------------------------------------------------------------------------------------------
   model::ModelOptions mo;
@@ -244,7 +199,7 @@ TrainSummary Trainer::train() {
 
   // ---- optimizer, schedule, EMA -----------------------------------------------------------------------------
   const int64_t nb = train_loader->num_batches();
-  const int64_t n_images = static_cast<int64_t>(train_ds->size());
+  const int64_t n_images = static_cast<int64_t>(train_loader->dataset().size());
   freeze_layers(*net, cfg.freeze);
   const ParamGroups groups = build_param_groups(*net);
   const int64_t accumulate0 = initial_accumulate(cfg.nbs, cfg.batch);

@@ -35,7 +35,12 @@ std::string dataset_dir(const std::string& name) {
 }
 
 std::string scratch_dir(const std::string& name) {
-  const fs::path p = fs::path(YOLO11_TEST_BINARY_DIR) / "test_scratch" / name;
+  // One folder per running test: ctest runs tests in parallel processes, and two tests that picked the same
+  // name must not remove each other's files.
+  fs::path p = fs::path(YOLO11_TEST_BINARY_DIR) / "test_scratch";
+  if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info())
+    p /= std::string(info->test_suite_name()) + "." + info->name();
+  p /= name;
   fs::remove_all(p);
   fs::create_directories(p);
   return p.string();

@@ -18,7 +18,8 @@ io::TensorFile load_golden(const std::string& name);
 /// Dataset root for tests: <repo>/datasets/<name> if present (tools/get_dataset.sh), else <shared>/datasets/<name>.
 /// Throws naming both paths and the fetch command when neither exists.
 std::string dataset_dir(const std::string& name);
-/// A fresh empty directory under the build tree's test scratch area (removed and re-created).
+/// A fresh empty directory <build>/test_scratch/<Suite.Test>/<name> (removed and re-created): unique per test, so
+/// tests running in parallel never share one.
 std::string scratch_dir(const std::string& name);
 
 /// |got − ref| ≤ atol + rtol·|ref| elementwise (after casting both to double). Returns a gtest assertion

@@ -1,0 +1,27 @@
+#pragma once
+// The one mapping from a TrainConfig to the data pipeline's options, shared by the trainer and yolo11-val.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "yolo11/config/train_config.h"
+#include "yolo11/data/dataset_info.h"
+#include "yolo11/data/loader.h"
+
+namespace yolo11::engine {
+
+/// Augmentation settings (hsv_*, degrees, translate, scale, shear, perspective, flips, mosaic, mixup, cutmix, bgr)
+/// from the config; `train` = false gives the validation chain (load_image + letterbox, rect batches).
+data::AugmentOptions augment_options(const config::TrainConfig& cfg, bool train);
+
+/// Training loader over info.train: verified dataset (instances required, `fraction`, `cache`, `single_cls`),
+/// shuffled with `seed`, `workers` threads, batch `batch`. Logs the dataset summary. Throws what Dataset throws.
+std::shared_ptr<data::Loader> make_train_loader(const data::DatasetInfo& info, const config::TrainConfig& cfg,
+                                                bool pin_memory);
+
+/// Validation loader over `sources` (info.val for the trainer, the chosen split for yolo11-val): rect batches of
+/// `batch` images, no shuffling, no augmentation. Logs the dataset summary under `label`.
+std::shared_ptr<data::Loader> make_val_loader(const data::DatasetInfo& info, const std::vector<std::string>& sources,
+                                              const config::TrainConfig& cfg, int64_t batch, const std::string& label);
+
+}  // namespace yolo11::engine

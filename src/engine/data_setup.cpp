@@ -1,0 +1,69 @@
+#include "yolo11/engine/data_setup.h"
+
+#include <spdlog/spdlog.h>
+
+namespace yolo11::engine {
+
+data::AugmentOptions augment_options(const config::TrainConfig& cfg, bool train) {
+  data::AugmentOptions a;
+  a.imgsz = cfg.imgsz;
+  a.hsv_h = cfg.hsv_h;
+  a.hsv_s = cfg.hsv_s;
+  a.hsv_v = cfg.hsv_v;
+  a.degrees = cfg.degrees;
+  a.translate = cfg.translate;
+  a.scale = cfg.scale;
+  a.shear = cfg.shear;
+  a.perspective = cfg.perspective;
+  a.flipud = cfg.flipud;
+  a.fliplr = cfg.fliplr;
+  a.mosaic = cfg.mosaic;
+  a.mixup = cfg.mixup;
+  a.cutmix = cfg.cutmix;
+  a.bgr = cfg.bgr;
+  a.augment = train;
+  a.rect = train ? cfg.rect : true;
+  return a;
+}
+
+namespace {
+data::DatasetOptions dataset_options(const config::TrainConfig& cfg, bool train, int64_t batch) {
+  data::DatasetOptions o;
+  o.imgsz = cfg.imgsz;
+  o.cache = cfg.cache;
+  o.single_cls = cfg.single_cls;
+  o.fraction = train ? cfg.fraction : 1.0;
+  o.max_det = cfg.max_det;
+  o.batch = batch;
+  o.rect = !train || cfg.rect;
+  o.require_instances = train;
+  return o;
+}
+}  // namespace
+
+std::shared_ptr<data::Loader> make_train_loader(const data::DatasetInfo& info, const config::TrainConfig& cfg,
+                                                bool pin_memory) {
+  auto ds = std::make_shared<data::Dataset>(info.train, info, dataset_options(cfg, true, cfg.batch));
+  spdlog::info("train: {}", ds->summary());
+  data::LoaderOptions lo;
+  lo.batch = cfg.batch;
+  lo.workers = static_cast<int>(cfg.workers);
+  lo.shuffle = true;
+  lo.seed = static_cast<uint64_t>(cfg.seed);
+  lo.pin_memory = pin_memory;
+  return std::make_shared<data::Loader>(ds, augment_options(cfg, true), lo);
+}
+
+std::shared_ptr<data::Loader> make_val_loader(const data::DatasetInfo& info, const std::vector<std::string>& sources,
+                                              const config::TrainConfig& cfg, int64_t batch, const std::string& label) {
+  auto ds = std::make_shared<data::Dataset>(sources, info, dataset_options(cfg, false, batch));
+  spdlog::info("{}: {}", label, ds->summary());
+  data::LoaderOptions lo;
+  lo.batch = batch;
+  lo.workers = static_cast<int>(cfg.workers);
+  lo.shuffle = false;
+  lo.seed = static_cast<uint64_t>(cfg.seed);
+  return std::make_shared<data::Loader>(ds, augment_options(cfg, false), lo);
+}
+
+}  // namespace yolo11::engine
