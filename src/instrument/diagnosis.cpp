@@ -41,6 +41,14 @@ bool on_gpu(const AdviceContext& c) {
   return c.device != "cpu" && c.device != "mps" && !c.device.empty();
 }
 
+/// The next smaller image size worth suggesting: 3/4 of imgsz rounded down to the stride, never below 320 px
+/// (under that, detection quality falls faster than time is saved); returns imgsz itself when nothing smaller is.
+int64_t smaller_imgsz(int64_t imgsz) {
+  constexpr int64_t kMinAdvisedImgsz = 320;
+  const int64_t s = (imgsz * 3 / 4) / 32 * 32;
+  return s >= kMinAdvisedImgsz ? s : (imgsz > kMinAdvisedImgsz ? kMinAdvisedImgsz : imgsz);
+}
+
 std::string data_advice(const Diagnosis& d, const AdviceContext& c, const DiagnosisThresholds& t) {
   std::vector<std::string> changes;
   const int cores = std::max(1, c.cores);
@@ -56,10 +64,10 @@ std::string data_advice(const Diagnosis& d, const AdviceContext& c, const Diagno
     head += fmt::format(", cache={}", c.cache);
     changes.push_back("cache=ram");
   }
-  if (changes.empty() || d.data_tail >= t.data_tail) {
+  const int64_t smaller = smaller_imgsz(c.imgsz);
+  if ((changes.empty() || d.data_tail >= t.data_tail) && smaller < c.imgsz) {
     // More workers/caching are exhausted (or waits are bursty): make each sample cheaper.
-    changes.push_back(fmt::format("imgsz={} → {} (fewer pixels to decode/augment)", c.imgsz,
-                                  std::max<int64_t>(32, (c.imgsz * 3 / 4) / 32 * 32)));
+    changes.push_back(fmt::format("imgsz={} → {} (fewer pixels to decode/augment)", c.imgsz, smaller));
   }
   return head + " → try " + join(changes, ", ");
 }
@@ -67,7 +75,7 @@ std::string data_advice(const Diagnosis& d, const AdviceContext& c, const Diagno
 std::string compute_advice(const Diagnosis& d, const AdviceContext& c, const DiagnosisThresholds& t) {
   std::vector<std::string> changes;
   const bool gpu = on_gpu(c);
-  const int64_t smaller = std::max<int64_t>(32, (c.imgsz * 3 / 4) / 32 * 32);
+  const int64_t smaller = smaller_imgsz(c.imgsz);
   if (gpu && d.gpu_util >= 0 && d.gpu_util < t.gpu_busy) {
     // Compute stages dominate but the GPU idles between kernels: launches are too small.
     changes.push_back(fmt::format("batch={} → {} (fills the GPU, fewer launches per image)", c.batch, 2 * c.batch));
@@ -75,9 +83,10 @@ std::string compute_advice(const Diagnosis& d, const AdviceContext& c, const Dia
     return fmt::format("GPU only {:.0f}% busy → try ", d.gpu_util) + join(changes, ", ");
   }
   if (gpu && !c.amp) changes.push_back("amp=False → amp=True (tensor cores, about 2x)");
-  changes.push_back(fmt::format("imgsz={} → {} (about {:.0f}% fewer FLOPs, costs some mAP)", c.imgsz, smaller,
-                                100.0 * (1.0 - static_cast<double>(smaller * smaller) /
-                                                   static_cast<double>(c.imgsz * c.imgsz))));
+  if (smaller < c.imgsz)
+    changes.push_back(fmt::format("imgsz={} → {} (about {:.0f}% fewer FLOPs, costs some mAP)", c.imgsz, smaller,
+                                  100.0 * (1.0 - static_cast<double>(smaller * smaller) /
+                                                     static_cast<double>(c.imgsz * c.imgsz))));
   if (!gpu) {
     changes.push_back("a CUDA device (device=0)");
     return fmt::format("device={} at batch={} is compute-limited → try ", c.device, c.batch) + join(changes, ", ");

@@ -106,6 +106,17 @@ TEST(Diagnosis, ComputeBoundOnCpuMentionsImgszAndBatch) {
   EXPECT_EQ(d.advice.find("amp"), std::string::npos) << "AMP does not apply on CPU: " << d.advice;
 }
 
+TEST(Diagnosis, NoSmallerImgszIsAdvisedBelow320) {
+  const auto w = window({{"forward", 0.35}, {"loss", 0.05}, {"backward", 0.5}}, -1);
+  auto c = ctx(2, 2, "False", false, "cpu");
+  c.imgsz = 64;
+  const Diagnosis d = diagnose(w, c);
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute);
+  EXPECT_EQ(d.advice.find("imgsz"), std::string::npos) << d.advice;
+  c.imgsz = 384;
+  EXPECT_NE(diagnose(w, c).advice.find("imgsz=384 → 320"), std::string::npos) << diagnose(w, c).advice;
+}
+
 TEST(Diagnosis, OptimizerSyncBound) {
   const auto w = window({{"dataloader", 0.05}, {"h2d", 0.12}, {"forward", 0.2}, {"backward", 0.3},
                          {"optimizer", 0.2}, {"ema", 0.1}},
