@@ -51,6 +51,12 @@ void setup_logging(const std::string& run_dir) {
   logger->set_pattern("%v");
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);
+  // File-only twin: for lines the console already shows (the \r progress line on a terminal).
+  spdlog::drop("yolo11_file");
+  auto file_only = std::make_shared<spdlog::logger>("yolo11_file", file);
+  file_only->set_pattern("%v");
+  file_only->flush_on(spdlog::level::info);
+  spdlog::register_logger(file_only);
 }
 
 /// Ultralytics-style progress line: "  1/100  0G  3.123  5.123  4.123  45  640: 38% 3/8 1.2it/s 2.1s<4.3s".
@@ -280,7 +286,12 @@ TrainSummary Trainer::train() {
     train_loader->start_epoch(epoch);
     net->train();
     std::vector<double> tloss{0, 0, 0};
+    auto loss_sum = torch::zeros({3}, torch::TensorOptions().dtype(torch::kDouble).device(device));
+    auto bad_since_step = torch::zeros({}, torch::TensorOptions().dtype(torch::kBool).device(device));
     int64_t seen_steps = 0;
+    std::string line;
+    bool line_logged = false;  // the current progress line is already in train.log
+    auto last_print = Clock::now();
     spdlog::info("\n{}", progress_header());
 
     for (int64_t i = 0; i < nb; ++i, ++global_step) {
@@ -318,57 +329,75 @@ TrainSummary Trainer::train() {
       {
         auto s = prof.stage("loss");
         out = criterion(feats, bidx, bcls, bxywh);
+        // Non-finite losses are flagged on the device and checked at the next optimizer step, where the
+        // gradient clipping synchronizes anyway: no per-step host sync hides data stalls on a GPU.
+        bad_since_step.logical_or_(torch::isfinite(out.total).logical_not());
       }
-      const bool finite = torch::isfinite(out.total).item<bool>();
-      if (!finite) {
-        ++nan_streak;
-        spdlog::warn("step {}: non-finite loss ({}), step skipped ({} in a row)", global_step,
-                     out.total.item<double>(), nan_streak);
-        opt.opt->zero_grad();
-        prof.end_step(batch->size());
-        if (nan_streak >= 5)
-          throw std::runtime_error(fmt::format("{} non-finite losses in a row at epoch {}: training stopped; last good "
-                                               "checkpoint kept in {}/weights. Lower lr0 or check the labels.",
-                                               nan_streak, epoch + 1, run_dir));
-        continue;
-      }
-      nan_streak = 0;
       {
         auto s = prof.stage("backward");
         out.total.backward();
       }
       if (sched.should_step(ni)) {
+        bool stepped = false;
         {
           auto s = prof.stage("optimizer");
-          torch::nn::utils::clip_grad_norm_(net->parameters(), 10.0);
-          opt.opt->step();
-          opt.opt->zero_grad();
+          if (bad_since_step.item<bool>()) {
+            ++nan_streak;
+            spdlog::warn("step {}: non-finite loss since the last optimizer step: update skipped ({} in a row)",
+                         global_step, nan_streak);
+            opt.opt->zero_grad();
+            bad_since_step.zero_();
+          } else {
+            nan_streak = 0;
+            torch::nn::utils::clip_grad_norm_(net->parameters(), 10.0);
+            opt.opt->step();
+            opt.opt->zero_grad();
+            stepped = true;
+          }
         }
-        {
+        if (stepped) {
           auto s = prof.stage("ema");
           ema.update(model::state_dict(*net));
         }
+        if (nan_streak >= 5)
+          throw std::runtime_error(fmt::format("{} optimizer steps in a row saw non-finite losses (epoch {}): training "
+                                               "stopped; the last good checkpoint is in {}/weights. Lower lr0 or "
+                                               "check the labels.", nan_streak, epoch + 1, run_dir));
       }
-      const auto items = out.items.to(torch::kCPU);
-      for (int k = 0; k < 3; ++k)
-        tloss[k] = (tloss[k] * static_cast<double>(seen_steps) + items[k].item<double>()) / static_cast<double>(seen_steps + 1);
+      loss_sum.add_(out.items.to(torch::kDouble));
       ++seen_steps;
       prof.end_step(batch->size());
-      const std::string line = progress_line(epoch, cfg.epochs, memory_string(cuda), tloss, batch->cls.size(0),
-                                             imgs.size(3), i + 1, nb, seconds_since(t_epoch));
-      if (tty) {
-        std::fprintf(stdout, "\r%s", line.c_str());
-        std::fflush(stdout);
+      auto window = prof.take_window_line();
+      const bool last = i + 1 == nb;
+      if (window || last || (tty && seconds_since(last_print) > 0.25)) {  // the only per-step host sync
+        last_print = Clock::now();
+        const auto mean = (loss_sum / static_cast<double>(seen_steps)).to(torch::kCPU);
+        for (int k = 0; k < 3; ++k) tloss[k] = mean[k].item<double>();
+        line = progress_line(epoch, cfg.epochs, memory_string(cuda), tloss, batch->cls.size(0), imgs.size(3), i + 1,
+                             nb, seconds_since(t_epoch));
+        if (tty) {
+          std::fprintf(stdout, "\r%s", line.c_str());
+          std::fflush(stdout);
+        }
       }
-      if (auto w = prof.take_window_line()) {
-        if (tty) std::fprintf(stdout, "\n");
-        spdlog::info("{}", line);
-        spdlog::info("{}", *w);
+      line_logged = static_cast<bool>(window);
+      if (window) {
+        if (tty) {
+          std::fprintf(stdout, "\n");
+          spdlog::get("yolo11_file")->info("{}", line);
+        } else {
+          spdlog::info("{}", line);
+        }
+        spdlog::info("{}", *window);
       }
       if (epoch == start_epoch && i < 3 && cfg.plots)
         data::plot_images(*batch, names, fmt::format("{}/train_batch{}.jpg", run_dir, i));
     }
     if (tty) std::fprintf(stdout, "\n");
+    if (!line.empty() && !line_logged) {  // the epoch's final progress line, also in train.log
+      if (tty) spdlog::get("yolo11_file")->info("{}", line);
+      else spdlog::info("{}", line);
+    }
     const double t_train = seconds_since(t_epoch);
 
     // ---- validation on the EMA weights ----------------------------------------------------------------------
