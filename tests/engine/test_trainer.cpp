@@ -134,20 +134,7 @@ TEST(Trainer, TwoStepsEmitTheNestedNvtxStageRanges) {
   trainer.train();
   const auto records = test::nvtx_recording();
   ASSERT_FALSE(records.empty()) << "the NVTX injection library was not loaded";
-  std::vector<std::string> expected = {"+epoch 0"};
-  for (int step = 0; step < 2; ++step) {
-    expected.push_back("+step " + std::to_string(step));
-    for (const char* name : {"dataloader", "h2d", "forward", "loss", "backward", "optimizer", "ema"}) {
-      expected.push_back(std::string("+") + name);
-      expected.push_back(std::string("-") + name);
-    }
-    expected.push_back("-step " + std::to_string(step));
-  }
-  for (const char* name : {"val", "log", "checkpoint"}) {
-    expected.push_back(std::string("+") + name);
-    expected.push_back(std::string("-") + name);
-  }
-  expected.push_back("-epoch 0");
+  const auto expected = test::expected_epoch_sequence(0, 0, 2);
   EXPECT_EQ(test::nvtx_sequence(records, test::this_thread_tid()), expected);
   // Loader worker threads have their own ranges.
   bool worker_ranges = false;

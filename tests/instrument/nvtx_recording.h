@@ -85,6 +85,28 @@ inline std::vector<std::string> nvtx_sequence(const std::vector<NvtxRecord>& rec
   return seq;
 }
 
+/// The documented nesting of one epoch on the training thread: "+epoch E", then per step "+step k", every step
+/// stage ("+dataloader", "-dataloader", ... "+ema", "-ema"), "-step k"; then val, log, checkpoint; "-epoch E".
+inline std::vector<std::string> expected_epoch_sequence(int64_t epoch, int64_t first_step, int64_t steps) {
+  static const char* const kStep[] = {"dataloader", "h2d", "forward", "loss", "backward", "optimizer", "ema"};
+  static const char* const kEpoch[] = {"val", "log", "checkpoint"};
+  std::vector<std::string> seq = {"+epoch " + std::to_string(epoch)};
+  for (int64_t step = first_step; step < first_step + steps; ++step) {
+    seq.push_back("+step " + std::to_string(step));
+    for (const char* name : kStep) {
+      seq.push_back(std::string("+") + name);
+      seq.push_back(std::string("-") + name);
+    }
+    seq.push_back("-step " + std::to_string(step));
+  }
+  for (const char* name : kEpoch) {
+    seq.push_back(std::string("+") + name);
+    seq.push_back(std::string("-") + name);
+  }
+  seq.push_back("-epoch " + std::to_string(epoch));
+  return seq;
+}
+
 }  // namespace yolo11::test
 
 #ifdef YOLO11_NVTX_INJECTION_PATH

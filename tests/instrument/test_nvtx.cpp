@@ -60,20 +60,7 @@ TEST(Nvtx, TwoTrainingStepsGiveTheExpectedNestedSequence) {
   two_training_steps(prof);
   const auto records = nvtx_recording();
 
-  std::vector<std::string> expected = {"+epoch 0"};
-  for (int step = 0; step < 2; ++step) {
-    expected.push_back("+step " + std::to_string(step));
-    for (const char* name : kStepStages) {
-      expected.push_back(std::string("+") + name);
-      expected.push_back(std::string("-") + name);
-    }
-    expected.push_back("-step " + std::to_string(step));
-  }
-  for (const char* name : {"val", "log", "checkpoint"}) {
-    expected.push_back(std::string("+") + name);
-    expected.push_back(std::string("-") + name);
-  }
-  expected.push_back("-epoch 0");
+  const auto expected = test::expected_epoch_sequence(0, 0, 2);
   EXPECT_EQ(nvtx_sequence(records, test::this_thread_tid()), expected);
   // Everything is in domain "yolo11" (nothing leaked into the default domain).
   for (const auto& r : records) {
