@@ -142,6 +142,21 @@ struct Profiler::Impl {
     }
   }
 
+  // val / checkpoint / log, and any stage opened outside a step, each as its share of the epoch's wall time.
+  std::vector<StageSummary> epoch_level_summaries(double epoch_wall) const {
+    std::vector<StageSummary> out;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (epoch_level[i].empty()) continue;
+      StageSummary st;
+      st.name = names[i];
+      st.per_epoch = true;
+      summarize_samples(epoch_level[i], st);
+      st.share = epoch_wall > 0 ? st.total / epoch_wall : 0.0;
+      out.push_back(std::move(st));
+    }
+    return out;
+  }
+
   WindowSummary summarize(const std::string& kind, const Accum& a, bool with_epoch_level, double epoch_wall) const {
     WindowSummary w;
     w.kind = kind;
@@ -163,16 +178,7 @@ struct Profiler::Impl {
       if (s.count > 0 || i < kStepStages.size()) w.stages.push_back(s);
     }
     if (with_epoch_level) {
-      // val / checkpoint / log, and any stage opened outside a step (reported as its share of the epoch).
-      for (size_t i = 0; i < names.size(); ++i) {
-        if (epoch_level[i].empty()) continue;
-        StageSummary s;
-        s.name = names[i];
-        s.per_epoch = true;
-        summarize_samples(epoch_level[i], s);
-        s.share = epoch_wall > 0 ? s.total / epoch_wall : 0.0;
-        if (s.count > 0) w.stages.push_back(s);
-      }
+      for (auto& st : epoch_level_summaries(epoch_wall)) w.stages.push_back(std::move(st));
     }
     if (sampler && a.t1_ns > a.t0_ns) {
       const SampleAggregate g = sampler->aggregate(a.t0_ns, a.t1_ns);
@@ -272,17 +278,8 @@ struct Profiler::Impl {
     nvtx::end(epoch_nvtx);
     trace::complete(fmt::format("epoch {}", closed_epoch.epoch), epoch_t0, end, closed_epoch.epoch, epoch_traced);
     WindowSummary late = closed_epoch;
-    late.stages.clear();
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (epoch_level[i].empty()) continue;
-      StageSummary st;
-      st.name = names[i];
-      st.per_epoch = true;
-      summarize_samples(epoch_level[i], st);
-      st.share = closed_epoch_wall > 0 ? st.total / closed_epoch_wall : 0.0;
-      late.stages.push_back(st);
-      epoch_level[i].clear();
-    }
+    late.stages = epoch_level_summaries(closed_epoch_wall);
+    for (auto& samples : epoch_level) samples.clear();
     if (late.stages.empty()) return;
     write_csv(late, Diagnosis{}, /*with_step_row=*/false);
     if (!epochs_json.empty()) {
