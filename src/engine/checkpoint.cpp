@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <algorithm>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -118,7 +120,11 @@ bool save_checkpoint(const std::string& weights_dir, const Checkpoint& c, bool i
   return true;
 }
 
-Checkpoint read_checkpoint(const std::string& weights_file, bool weights_only) {
+namespace {
+
+/// Reads `weights_file` and, unless `weights_only`, the first of `state_files` that exists and carries
+/// the same checkpoint id. Throws naming the files and the defect.
+Checkpoint read_pair(const std::string& weights_file, bool weights_only, const std::vector<std::string>& state_files) {
   if (!fs::exists(weights_file)) throw std::runtime_error("checkpoint: '" + weights_file + "' does not exist");
   if (fs::file_size(weights_file) == 0) throw std::runtime_error("checkpoint: '" + weights_file + "' is empty");
   const io::TensorFile w = io::load_safetensors(weights_file);
@@ -140,34 +146,58 @@ Checkpoint read_checkpoint(const std::string& weights_file, bool weights_only) {
     throw std::runtime_error("checkpoint: '" + weights_file + "' holds NaN/Inf weights (" + bad + ")");
   if (weights_only) return c;
 
-  const std::string sp = state_path_of(weights_file);
-  if (!fs::exists(sp)) throw std::runtime_error("checkpoint: state file '" + sp + "' does not exist");
-  if (fs::file_size(sp) == 0) throw std::runtime_error("checkpoint: state file '" + sp + "' is empty");
-  const io::TensorFile s = io::load_safetensors(sp);
-  if (meta(s, "checkpoint_id") != meta(w, "checkpoint_id"))
-    throw std::runtime_error("checkpoint: '" + sp + "' (id " + meta(s, "checkpoint_id") + ") does not belong to '" +
-                             weights_file + "' (id " + meta(w, "checkpoint_id") + "); an interrupted save?");
-  for (const auto& [k, t] : s.tensors) {
+  const std::string id = meta(w, "checkpoint_id");
+  std::string why;  // what was wrong with each candidate, for the error message
+  std::optional<io::TensorFile> s;
+  for (const auto& sp : state_files) {
+    try {
+      if (!fs::exists(sp)) throw std::runtime_error("state file '" + sp + "' does not exist");
+      if (fs::file_size(sp) == 0) throw std::runtime_error("state file '" + sp + "' is empty");
+      io::TensorFile f = io::load_safetensors(sp);
+      if (meta(f, "checkpoint_id") != id)
+        throw std::runtime_error("'" + sp + "' (id " + meta(f, "checkpoint_id") + ") does not belong to '" + weights_file +
+                                 "' (id " + id + "); an interrupted save?");
+      s = std::move(f);
+      break;
+    } catch (const std::exception& e) {
+      why += (why.empty() ? "" : "; ") + std::string(e.what());
+    }
+  }
+  if (!s) throw std::runtime_error("checkpoint: no training state for '" + weights_file + "': " + why);
+  for (const auto& [k, t] : s->tensors) {
     if (k.rfind("model/", 0) == 0) c.model.emplace_back(k.substr(6), t);
     else if (k.rfind("scaler/", 0) == 0) c.scaler.emplace_back(k.substr(7), t);
     else if (k == "optimizer") c.optimizer = tensor_bytes(t);
     else if (k == "rng/cpu") c.rng_cpu = t;
   }
   if (auto bad = first_non_finite(c.model, "model"); !bad.empty())
-    throw std::runtime_error("checkpoint: '" + sp + "' holds NaN/Inf weights (" + bad + ")");
-  c.args_yaml = meta(s, "args_yaml");
-  c.results_csv = meta(s, "results_csv");
-  c.extra = nlohmann::json::parse(meta(s, "extra")).get<std::map<std::string, std::string>>();
+    throw std::runtime_error("checkpoint: '" + s->path + "' holds NaN/Inf weights (" + bad + ")");
+  c.args_yaml = meta(*s, "args_yaml");
+  c.results_csv = meta(*s, "results_csv");
+  c.extra = nlohmann::json::parse(meta(*s, "extra")).get<std::map<std::string, std::string>>();
   return c;
+}
+
+}  // namespace
+
+Checkpoint read_checkpoint(const std::string& weights_file, bool weights_only) {
+  return read_pair(weights_file, weights_only, {state_path_of(weights_file)});
 }
 
 std::optional<Checkpoint> load_checkpoint(const std::string& weights_dir, const std::string& stem) {
   std::vector<std::string> stems = {stem};
   if (stem == "last") stems.push_back("last.prev");
+  // The rotation last.* → last.prev.* renames two files; a kill between the renames leaves a weights
+  // file beside the other stem's state file. State files are matched by checkpoint id, so any state
+  // file of the rotation may complete any weights file of it.
+  std::vector<std::string> states;
+  for (const auto& s : stems) states.push_back((fs::path(weights_dir) / (s + ".state.safetensors")).string());
   for (size_t i = 0; i < stems.size(); ++i) {
     const std::string f = (fs::path(weights_dir) / (stems[i] + ".safetensors")).string();
+    std::vector<std::string> order = states;
+    std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(i), order.end());  // own state first
     try {
-      Checkpoint c = read_checkpoint(f);
+      Checkpoint c = read_pair(f, false, order);
       if (i > 0) spdlog::warn("checkpoint: using the fallback '{}' (epoch {})", f, c.epoch);
       return c;
     } catch (const std::exception& e) {

@@ -117,6 +117,31 @@ TEST(Checkpoint, MismatchedPairIsRejected) {
   EXPECT_EQ(engine::load_checkpoint(dir)->epoch, 0);
 }
 
+TEST(Checkpoint, KillAtEveryPointOfTheRotationLeavesALoadablePair) {
+  // save_checkpoint: (1) last → last.prev, (2) last.state → last.prev.state, (3) write last.state,
+  // (4) write last. Rebuild the directory as a SIGKILL after each step leaves it.
+  const auto src = test::scratch_dir("ckpt_rotation_src");
+  ASSERT_TRUE(engine::save_checkpoint(src, make_ckpt(0, 1.0f), false, false));
+  ASSERT_TRUE(engine::save_checkpoint(src, make_ckpt(1, 2.0f), false, false));
+  const auto next = test::scratch_dir("ckpt_rotation_next");
+  ASSERT_TRUE(engine::save_checkpoint(next, make_ckpt(2, 3.0f), false, false));
+  struct Case { int step; int64_t expect_epoch; };
+  for (const Case k : {Case{1, 1}, Case{2, 1}, Case{3, 1}, Case{4, 2}}) {
+    const auto dir = test::scratch_dir("ckpt_rotation_" + std::to_string(k.step));
+    for (const char* f : {"last.safetensors", "last.state.safetensors", "last.prev.safetensors", "last.prev.state.safetensors"})
+      fs::copy_file(src + "/" + f, dir + "/" + f, fs::copy_options::overwrite_existing);
+    fs::rename(dir + "/last.safetensors", dir + "/last.prev.safetensors");
+    if (k.step >= 2) fs::rename(dir + "/last.state.safetensors", dir + "/last.prev.state.safetensors");
+    if (k.step >= 3) fs::copy_file(next + "/last.state.safetensors", dir + "/last.state.safetensors");
+    if (k.step >= 4) fs::copy_file(next + "/last.safetensors", dir + "/last.safetensors");
+    const auto c = engine::load_checkpoint(dir);
+    ASSERT_TRUE(c.has_value()) << "kill after step " << k.step;
+    EXPECT_EQ(c->epoch, k.expect_epoch) << "kill after step " << k.step;
+    EXPECT_EQ(c->optimizer, make_ckpt(0, 0).optimizer);
+    EXPECT_FALSE(c->model.empty());
+  }
+}
+
 TEST(Checkpoint, NaNWeightsAreNeverSaved) {
   const auto dir = test::scratch_dir("ckpt_nan");
   ASSERT_TRUE(engine::save_checkpoint(dir, make_ckpt(0, 1.0f), false, false));

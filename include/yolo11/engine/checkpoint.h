@@ -44,7 +44,9 @@ bool save_checkpoint(const std::string& weights_dir, const Checkpoint& ckpt, boo
 
 /// Reads the pair <weights_dir>/<stem>.safetensors + <stem>.state.safetensors. When it is unusable (missing,
 /// empty, truncated, ids differ, NaN weights) logs a warning naming the file and the defect and, for
-/// stem "last", tries last.prev.*. Returns nullopt when nothing usable is found.
+/// stem "last", tries last.prev.*. For "last" a weights file is completed by whichever of last.state /
+/// last.prev.state carries its checkpoint id, so a kill at any point of the last → last.prev rotation
+/// leaves a loadable pair. Returns nullopt when nothing usable is found.
 std::optional<Checkpoint> load_checkpoint(const std::string& weights_dir, const std::string& stem = "last");
 
 /// Reads one pair given the weights file path (<x>.safetensors; the state file is <x>.state.safetensors).
