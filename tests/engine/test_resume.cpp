@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "golden.h"
+#include "process.h"
 #include "yolo11/engine/checkpoint.h"
 #include "yolo11_test_config.h"
 
@@ -24,7 +25,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string train_binary() { return std::string(YOLO11_TEST_BINARY_DIR) + "/yolo11-train"; }
+using yolo11::test::count_rows;
+using yolo11::test::read_text;
+using yolo11::test::wait_exit;
+
+std::string train_binary() { return yolo11::test::exe("yolo11-train"); }
 
 /// Common settings: coco8 at 64 px, one step per epoch, single-threaded so every run computes identically.
 std::vector<std::string> base_args(const std::string& project, const std::string& name, int epochs) {
@@ -48,28 +53,7 @@ std::vector<std::string> base_args(const std::string& project, const std::string
 }
 
 pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    std::vector<char*> argv;
-    const std::string bin = train_binary();
-    argv.push_back(const_cast<char*>(bin.c_str()));
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(bin.c_str(), argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  return yolo11::test::spawn(train_binary(), args, log);
 }
 
 int run(const std::vector<std::string>& args, const std::string& log) { return wait_exit(spawn(args, log)); }
@@ -87,22 +71,6 @@ std::vector<std::string> rows_without_time(const fs::path& csv) {
     rows.push_back(line.substr(0, c1) + line.substr(c2));
   }
   return rows;
-}
-
-size_t count_rows(const fs::path& csv) {
-  std::ifstream in(csv);
-  size_t n = 0;
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) ++n;
-  return n > 0 ? n - 1 : 0;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace

@@ -1,0 +1,60 @@
+#include "process.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "yolo11_test_config.h"
+
+namespace yolo11::test {
+
+std::string exe(const std::string& name) { return std::string(YOLO11_TEST_BINARY_DIR) + "/" + name; }
+
+pid_t spawn(const std::string& binary, const std::vector<std::string>& args, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(binary.c_str()));
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+int run(const std::string& binary, const std::vector<std::string>& args, const std::string& log) {
+  return wait_exit(spawn(binary, args, log));
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t count_rows(const std::filesystem::path& csv) {
+  std::ifstream in(csv);
+  size_t n = 0;
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) ++n;
+  return n > 0 ? n - 1 : 0;
+}
+
+}  // namespace yolo11::test

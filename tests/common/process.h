@@ -1,0 +1,24 @@
+#pragma once
+// Driving the real executables from tests, as a user would: fork/exec with output to a log file, wait, signal.
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace yolo11::test {
+
+/// <build dir>/<name>, e.g. exe("yolo11-train").
+std::string exe(const std::string& name);
+/// Starts `binary args...` with stdout and stderr appended to `log`; returns the child's pid.
+pid_t spawn(const std::string& binary, const std::vector<std::string>& args, const std::string& log);
+/// Waits for `pid`: its exit code, or −signal when a signal ended it.
+int wait_exit(pid_t pid);
+/// spawn + wait_exit.
+int run(const std::string& binary, const std::vector<std::string>& args, const std::string& log);
+/// Whole file as a string ("" when missing).
+std::string read_text(const std::string& path);
+/// Data rows of a CSV file (header excluded; 0 when missing).
+size_t count_rows(const std::filesystem::path& csv);
+
+}  // namespace yolo11::test
