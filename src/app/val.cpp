@@ -43,7 +43,10 @@ int main(int argc, char** argv) {
     det.model->fuse();
     yolo11::model::to_channels_last(*det.model);
     det.model->to(device);
-    validator.run(det.model, &criterion, device);
+    const auto r = validator.run(det.model, &criterion, device);
+    // The trainer's val/*_loss columns: the mean of the per-batch loss items, so they depend on the batch split.
+    spdlog::info("Losses (mean over {} batches of {}): box {:.5f}, cls {:.5f}, dfl {:.5f}", loader->num_batches(),
+                 cfg.batch, r.loss_items[0], r.loss_items[1], r.loss_items[2]);
     spdlog::info("Results saved to {}", save_dir);
     return 0;
   } catch (const std::exception& e) {
