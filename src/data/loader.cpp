@@ -33,9 +33,12 @@ std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t
   return out;
 }
 
-at::Tensor multi_scale(const at::Tensor& images, int64_t imgsz, int64_t stride, Rng& rng) {
-  const int64_t lo = static_cast<int64_t>(imgsz * 0.5), hi = static_cast<int64_t>(imgsz * 1.5 + stride);
-  const int64_t sz = (lo + rng.randint(hi - lo)) / stride * stride;
+at::Tensor multi_scale(const at::Tensor& images, int64_t imgsz, int64_t stride, Rng& rng, double range) {
+  if (!(range > 0 && range < 1))
+    throw std::invalid_argument("multi_scale: range must be in (0, 1), got " + std::to_string(range));
+  const int64_t lo = static_cast<int64_t>(static_cast<double>(imgsz) * (1 - range));
+  const int64_t hi = static_cast<int64_t>(static_cast<double>(imgsz) * (1 + range) + static_cast<double>(stride));
+  const int64_t sz = std::max(stride, (lo + rng.randint(hi - lo)) / stride * stride);
   const int64_t H = images.size(2), W = images.size(3);
   const double sf = static_cast<double>(sz) / std::max(H, W);
   if (sf == 1.0) return images;

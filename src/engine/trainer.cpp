@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -314,6 +315,11 @@ TrainSummary Trainer::train() {
                    .to(torch::kFloat)
                    .div_(255.0)
                    .contiguous(torch::MemoryFormat::ChannelsLast);
+        if (cfg.multi_scale > 0) {  // one random size per batch, as Ultralytics' preprocess_batch (boxes are normalized)
+          data::Rng rng = data::Rng::for_sample(static_cast<uint64_t>(cfg.seed) ^ 0x6D756C7469ull, epoch, i);
+          const int64_t gs = *std::max_element(net->strides().begin(), net->strides().end());
+          imgs = data::multi_scale(imgs, cfg.imgsz, gs, rng, cfg.multi_scale).contiguous(torch::MemoryFormat::ChannelsLast);
+        }
         bidx = batch->batch_idx;  // targets stay on the host: the loss groups them there without a device sync
         bcls = batch->cls;
         bxywh = batch->bboxes;

@@ -1,6 +1,7 @@
 // Loader: batch layout, determinism across worker counts, epochs, sharding, close_mosaic, rect validation.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -167,6 +168,17 @@ TEST(Loader, MultiScaleResizesToAStrideMultipleInRange) {
     EXPECT_GE(y.size(2), 160);
     EXPECT_LE(y.size(2), 512);
   }
+  // A narrower range: multi_scale=0.25 → long side in [240, 400 + 32) rounded down to 32.
+  std::set<int64_t> sizes;
+  for (int i = 0; i < 200; ++i) {
+    const auto y = multi_scale(x, 320, 32, rng, 0.25);
+    EXPECT_GE(y.size(2), 224);
+    EXPECT_LE(y.size(2), 416);
+    EXPECT_EQ(y.size(3), static_cast<int64_t>(std::ceil(256.0 * y.size(2) / 320 / 32)) * 32);
+    sizes.insert(y.size(2));
+  }
+  EXPECT_GE(sizes.size(), 5u);  // 224 (240 rounded down) ... 416
+  EXPECT_THROW(multi_scale(x, 320, 32, rng, 0.0), std::invalid_argument);
 }
 
 TEST(Loader, WorkerExceptionsReachTheConsumer) {

@@ -94,9 +94,10 @@ class Loader {
 /// wrapping to a multiple of world, then every world-th index starting at rank (torch DistributedSampler layout).
 std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world);
 
-/// Ultralytics multi_scale: a random size in [0.5·imgsz, 1.5·imgsz + stride) rounded down to the stride; returns
-/// the batch images (float, B×3×H×W) bilinearly resized so the long side is that size (each side a multiple of
-/// stride) or unchanged. Boxes are normalized and need no change.
-at::Tensor multi_scale(const at::Tensor& images, int64_t imgsz, int64_t stride, Rng& rng);
+/// Ultralytics multi_scale: a random size in [(1 − range)·imgsz, (1 + range)·imgsz + stride) rounded down to the
+/// stride (range 0.5 = the classic multi_scale=True); returns the batch images (float, B×3×H×W) bilinearly resized
+/// so the long side is that size (each side a multiple of stride), or unchanged. Boxes are normalized and need no
+/// change. Throws std::invalid_argument when range is outside (0, 1).
+at::Tensor multi_scale(const at::Tensor& images, int64_t imgsz, int64_t stride, Rng& rng, double range = 0.5);
 
 }  // namespace yolo11::data
