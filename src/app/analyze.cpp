@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
                               {"stages", stages},
                               {"bottleneck", yolo11::instrument::to_string(r.diagnosis.bottleneck)},
                               {"reason", r.diagnosis.reason},
-                              {"advice", r.diagnosis.advice}};
+                              {"advice", r.diagnosis.advice},
+                              {"context_source", r.context_source.empty() ? "unknown (defaults assumed)" : r.context_source}};
     std::cout << j.dump(2) << "\n";
   } catch (const std::exception& e) {
     std::cerr << "yolo11-analyze: " << e.what() << "\n";

@@ -64,6 +64,10 @@ PredictArgs parse_args(const std::vector<std::string>& kv) {
     }
   }
   if (a.imgsz < 32 || a.imgsz % 32 != 0) throw std::runtime_error("command line: imgsz must be a positive multiple of 32");
+  if (!(a.conf >= 0 && a.conf <= 1)) throw std::runtime_error("command line: conf=" + std::to_string(a.conf) + " must be in [0, 1]");
+  if (!(a.iou > 0 && a.iou <= 1)) throw std::runtime_error("command line: iou=" + std::to_string(a.iou) + " must be in (0, 1]");
+  if (a.max_det < 1) throw std::runtime_error("command line: max_det must be >= 1");
+  if (a.line_width < 1) throw std::runtime_error("command line: line_width must be >= 1");
   return a;
 }
 
@@ -75,6 +79,7 @@ std::vector<std::string> list_images(const std::string& source) {
     return std::find(exts.begin(), exts.end(), e) != exts.end();
   };
   std::vector<std::string> out;
+  if (!fs::exists(source)) throw std::runtime_error("--source " + source + " does not exist");
   if (fs::is_directory(source)) {
     for (const auto& e : fs::directory_iterator(source))
       if (e.is_regular_file() && is_image(e.path())) out.push_back(e.path().string());
@@ -106,8 +111,15 @@ int main(int argc, char** argv) {
   try {
     const PredictArgs a = parse_args(overrides);
     torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    const std::vector<std::string> images = list_images(source);  // before the weights: fail fast on a bad path
     auto det = yolo11::engine::load_detector(weights);
-    if (!a.data.empty()) det.names = yolo11::data::load_dataset_yaml(a.data).names;
+    if (!a.data.empty()) {
+      const auto info = yolo11::data::load_dataset_yaml(a.data);
+      if (info.nc != det.nc)
+        throw std::runtime_error(weights + " predicts " + std::to_string(det.nc) + " classes but " + a.data + " has " +
+                                 std::to_string(info.nc) + "; pass the dataset the weights were trained on (or no data=)");
+      det.names = info.names;
+    }
     spdlog::info("{}", det.report);
     const torch::Device device(a.device == "cpu" || a.device.empty() ? torch::kCPU : torch::kCUDA);
     det.model->fuse();
@@ -120,7 +132,7 @@ int main(int argc, char** argv) {
     nms.max_det = a.max_det;
     torch::NoGradGuard ng;
     int64_t total = 0;
-    for (const auto& path : list_images(source)) {
+    for (const auto& path : images) {
       cv::Mat img;
       try {
         img = yolo11::data::read_image(path);

@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
       throw std::runtime_error(weights + " predicts " + std::to_string(det.nc) + " classes but " + cfg.data + " has " +
                                std::to_string(info.nc) + "; pass the dataset the weights were trained on");
     const auto& sources = cfg.split == "train" ? info.train : cfg.split == "test" ? info.test : info.val;
+    if (sources.empty())
+      throw std::runtime_error(cfg.data + " has no '" + cfg.split + "' split; choose split=train, val or test among "
+                               "the splits the dataset YAML lists");
     auto loader = yolo11::engine::make_val_loader(info, sources, cfg, cfg.batch, cfg.split);
     const std::string save_dir = yolo11::config::make_run_dir(cfg.project.empty() ? "runs/val" : cfg.project,
                                                               cfg.name.empty() ? "val" : cfg.name, cfg.exist_ok);

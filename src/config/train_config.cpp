@@ -5,6 +5,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -123,6 +125,18 @@ void need_scalar(const std::string& key, const std::string& where, const Raw& v,
   if (v.is_list) bad_value(key, where, v, "is a list; expected " + what);
 }
 
+/// A double as the shortest decimal that reads back to the same value (0.7, not 0.69999999999999996).
+YAML::Node float_node(double x) {
+  char buf[32];
+  for (int p = 1; p <= 17; ++p) {
+    std::snprintf(buf, sizeof buf, "%.*g", p, x);
+    if (std::strtod(buf, nullptr) == x) break;
+  }
+  std::string t = buf;
+  if (t.find_first_of(".eEn") == std::string::npos) t += ".0";  // stays a float when read back (1 → 1.0)
+  return YAML::Node(t);
+}
+
 KeyDef bool_key(const std::string& name, bool TrainConfig::*m) {
   return {name,
           [name, m](TrainConfig& c, const Raw& v, const std::string& where) {
@@ -165,7 +179,7 @@ KeyDef float_key(const std::string& name, double TrainConfig::*m, double lo = -k
             check_float(name, where, v, *x, lo, hi, lo_open, hi_open);
             c.*m = *x;
           },
-          [m](const TrainConfig& c) { return YAML::Node(c.*m); }};
+          [m](const TrainConfig& c) { return float_node(c.*m); }};
 }
 
 KeyDef opt_float_key(const std::string& name, std::optional<double> TrainConfig::*m, double lo, double hi,
@@ -182,7 +196,7 @@ KeyDef opt_float_key(const std::string& name, std::optional<double> TrainConfig:
             check_float(name, where, v, *x, lo, hi, lo_open, hi_open);
             c.*m = *x;
           },
-          [m](const TrainConfig& c) { return (c.*m) ? YAML::Node(*(c.*m)) : YAML::Node(YAML::NodeType::Null); }};
+          [m](const TrainConfig& c) { return (c.*m) ? float_node(*(c.*m)) : YAML::Node(YAML::NodeType::Null); }};
 }
 
 KeyDef str_key(const std::string& name, std::string TrainConfig::*m) {
@@ -354,7 +368,7 @@ const std::vector<KeyDef>& key_table() {
                    check_float("multi_scale", where, v, *x, 0, 1, false, true);
                    c.multi_scale = *x;
                  },
-                 [](const C& c) { return YAML::Node(c.multi_scale); }});
+                 [](const C& c) { return float_node(c.multi_scale); }});
     t.push_back(bool_key("val", &C::val));
     t.push_back(enum_key("split", &C::split, {"val", "test", "train"}));
     t.push_back(bool_key("save_json", &C::save_json));
@@ -466,6 +480,8 @@ void apply_yaml_file(TrainConfig& c, const std::string& path, const std::set<std
                      std::vector<std::string>* seen = nullptr) {
   if (!fs::exists(path))
     throw std::runtime_error("config: file not found: '" + path + "' (check the --cfg / cfg= path)");
+  if (fs::is_directory(path))
+    throw std::runtime_error("config: '" + path + "' is a directory; pass a YAML file (e.g. --cfg configs/coco128.yaml)");
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -583,29 +599,42 @@ TrainConfig TrainConfig::load(const std::string& cfg_file, const std::vector<std
 TrainConfig TrainConfig::load_for_resume(const std::string& args_yaml, const std::vector<std::string>& overrides,
                                          const std::string& default_yaml) {
   const auto& allowed = resume_overridable_keys();
+  const TrainConfig saved = load(args_yaml, {}, default_yaml);
+  std::vector<std::string> keep;  // overrides that take effect (run-control keys)
   for (const auto& o : overrides) {
     const std::string key = parse_override(o).first;
     if (!find_key(key)) unknown_key(key, "command line");
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) {
+      keep.push_back(o);
+      continue;
+    }
+    // Repeating the original command line with resume= appended is fine: a value equal to the saved one is no change.
+    const TrainConfig requested = load(args_yaml, {o}, default_yaml);
+    if (requested.get(key) != saved.get(key))
       throw std::runtime_error("config: '" + key + "' cannot be changed when resuming (command line: " + o +
-                               "); only " + join(allowed, ", ") +
+                               ", the run has " + key + "=" + saved.get(key) + "); only " + join(allowed, ", ") +
                                " may be overridden. Start a new run (resume=false) to change it.");
   }
-  TrainConfig c = load(args_yaml, overrides, default_yaml);
-  return c;
+  return load(args_yaml, keep, default_yaml);
 }
 
-void check_resume_compatible(const TrainConfig& saved, const TrainConfig& requested) {
+std::vector<std::string> resume_differences(const TrainConfig& saved, const TrainConfig& requested) {
   const auto& allowed = resume_overridable_keys();
-  std::vector<std::string> bad;
+  std::vector<std::string> diff;
   for (const auto& k : key_table()) {
     if (std::find(allowed.begin(), allowed.end(), k.name) != allowed.end()) continue;
     const std::string a = YAML::Dump(k.get(saved)), b = YAML::Dump(k.get(requested));
-    if (a != b) bad.push_back(k.name + " (saved " + a + ", requested " + b + ")");
+    if (a != b) diff.push_back(k.name + " (saved " + a + ", requested " + b + ")");
   }
+  return diff;
+}
+
+void check_resume_compatible(const TrainConfig& saved, const TrainConfig& requested) {
+  const auto bad = resume_differences(saved, requested);
   if (!bad.empty())
     throw std::runtime_error("config: cannot resume, these keys differ from the checkpoint's args and may not change: " +
-                             join(bad, "; ") + ". Only " + join(allowed, ", ") + " may be overridden on resume.");
+                             join(bad, "; ") + ". Only " + join(resume_overridable_keys(), ", ") +
+                             " may be overridden on resume.");
 }
 
 std::string TrainConfig::get(const std::string& key) const {

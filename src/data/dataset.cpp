@@ -120,7 +120,7 @@ Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& inf
                              " (YOLO txt: 'class cx cy w h' normalized); images must be under an 'images' dir with "
                              "labels in the parallel 'labels' dir");
 
-  spdlog::info("dataset {}: {}", src_list, summary());
+  spdlog::debug("dataset {}: {}", src_list, summary());  // the loader factories log it as "train:" / "val:"
   const size_t show = std::min<size_t>(warnings_.size(), 20);
   for (size_t i = 0; i < show; ++i) spdlog::warn("  {}", warnings_[i]);
   if (warnings_.size() > show) spdlog::warn("  ... and {} more warnings", warnings_.size() - show);

@@ -43,7 +43,12 @@ static std::vector<std::string> split_sources(const YAML::Node& n, const fs::pat
 }
 
 DatasetInfo load_dataset_yaml(const std::string& yaml_path, const std::string& datasets_dir) {
+  if (yaml_path.empty())
+    throw std::runtime_error("no dataset given: set data=path/to/dataset.yaml (e.g. data=configs/datasets/coco8.yaml) "
+                             "on the command line or in the --cfg file");
   if (!fs::exists(yaml_path)) throw std::runtime_error("dataset YAML not found: " + yaml_path);
+  if (fs::is_directory(yaml_path))
+    throw std::runtime_error("dataset YAML " + yaml_path + " is a directory; pass the dataset's .yaml file");
   YAML::Node y;
   try {
     y = YAML::LoadFile(yaml_path);

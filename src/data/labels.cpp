@@ -396,7 +396,8 @@ std::vector<ImageRecord> scan_images(const std::vector<std::string>& im_files, i
     const std::string bytes = nlohmann::json{{"version", kLabelParserVersion}, {"nc", nc}, {"files", files}}.dump();
     try {
       if (!dir_writable(fs::path(primary).parent_path().string()))
-        throw std::runtime_error(fs::path(primary).parent_path().string() + " is read-only");
+        throw std::runtime_error(fs::path(primary).parent_path().string() +
+                                 (fs::is_directory(fs::path(primary).parent_path()) ? " is read-only" : " does not exist"));
       io::write_file_atomic(primary, bytes);
       stats.cache_path = primary;
     } catch (const std::exception& e) {
@@ -404,7 +405,7 @@ std::vector<ImageRecord> scan_images(const std::vector<std::string>& im_files, i
         fs::create_directories(fs::path(fallback).parent_path());
         io::write_file_atomic(fallback, bytes);
         stats.cache_path = fallback;
-        spdlog::info("label cache: {} is not writable, using {}", fs::path(primary).parent_path().string(), fallback);
+        spdlog::info("label cache: cannot write beside the labels ({}), using {}", e.what(), fallback);
       } catch (const std::exception& e2) {
         spdlog::warn("label cache not saved ({}; {}); labels will be verified again next time", e.what(), e2.what());
       }

@@ -198,7 +198,7 @@ std::optional<Checkpoint> load_checkpoint(const std::string& weights_dir, const 
     std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(i), order.end());  // own state first
     try {
       Checkpoint c = read_pair(f, false, order);
-      if (i > 0) spdlog::warn("checkpoint: using the fallback '{}' (epoch {})", f, c.epoch);
+      if (i > 0) spdlog::warn("checkpoint: using the fallback '{}' (saved after epoch {})", f, c.epoch + 1);
       return c;
     } catch (const std::exception& e) {
       spdlog::warn("checkpoint: '{}' is unusable: {}{}", f, e.what(),

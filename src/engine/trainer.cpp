@@ -45,9 +45,10 @@ namespace {
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 /// Console + train.log logger; the console keeps colours, the file gets plain lines.
-void setup_logging(const std::string& run_dir) {
+/// `append`: a resumed run adds to its train.log instead of replacing the history of the epochs already run.
+void setup_logging(const std::string& run_dir, bool append) {
   auto console = std::make_shared<spdlog::sinks::stdout_color_sink_mt>();
-  auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(run_dir + "/train.log", true);
+  auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(run_dir + "/train.log", /*truncate=*/!append);
   auto logger = std::make_shared<spdlog::logger>("yolo11", spdlog::sinks_init_list{console, file});
   logger->set_pattern("%v");
   logger->flush_on(spdlog::level::info);
@@ -109,6 +110,13 @@ void copy_state(const std::vector<std::pair<std::string, torch::Tensor>>& src, m
 /// freeze=[i, ...]: parameters of layers model.<i>. get no gradient (Ultralytics also always freezes the DFL conv).
 void freeze_layers(model::YOLOImpl& net, const std::vector<int64_t>& freeze) {
   if (freeze.empty()) return;
+  const int64_t nl = static_cast<int64_t>(net.layers().size());
+  std::vector<int64_t> missing;
+  for (int64_t i : freeze)
+    if (i < 0 || i >= nl) missing.push_back(i);
+  if (!missing.empty())
+    spdlog::warn("freeze: the model has {} layers (0-{}); {} of the requested indices do not exist (e.g. {})", nl,
+                 nl - 1, missing.size(), missing.front());
   int64_t n = 0;
   for (auto& p : net.named_parameters()) {
     for (int64_t i : freeze) {
@@ -119,6 +127,12 @@ void freeze_layers(model::YOLOImpl& net, const std::vector<int64_t>& freeze) {
     }
   }
   spdlog::info("freeze: {} parameter tensors of layers {} frozen", n, fmt::join(freeze, ","));
+  bool any_trainable = false;
+  for (const auto& p : net.parameters()) any_trainable = any_trainable || p.requires_grad();
+  if (!any_trainable)
+    throw std::runtime_error(fmt::format("freeze: layers {} froze the entire model (it has {} layers, 0-{}): nothing "
+                                         "is left to train; freeze fewer layers (freeze={} keeps the Detect head trainable)",
+                                         fmt::join(freeze, ","), nl, nl - 1, nl - 1));
 }
 
 }  // namespace
@@ -153,6 +167,19 @@ config::TrainConfig prepare_resume(const config::TrainConfig& cfg, const std::ve
     if (o.rfind("resume=", 0) != 0) rest.push_back(o);
   auto resumed = config::TrainConfig::load_for_resume((run / "args.yaml").string(), rest);
   resumed.resume = run.string();
+  // Values from --cfg cannot change a resumed run either: say which ones are ignored (keys the request sets
+  // away from the defaults and away from the run's value).
+  const auto defaults = config::TrainConfig::load("", {});
+  const auto& allowed = config::resume_overridable_keys();
+  std::vector<std::string> ignored;
+  for (const auto& k : config::config_keys()) {
+    if (k == "name" || k == "project" || std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
+    const std::string want = cfg.get(k);
+    if (want != defaults.get(k) && want != resumed.get(k))
+      ignored.push_back(fmt::format("{}={} (run has {})", k, want, resumed.get(k)));
+  }
+  if (!ignored.empty())
+    spdlog::warn("resume: the run's saved args are kept; these requested values are ignored: {}", fmt::join(ignored, ", "));
   return resumed;
 }
 
@@ -167,7 +194,7 @@ TrainSummary Trainer::train() {
   const std::string run_dir =
       resuming ? cfg.resume : config::make_run_dir(cfg.project, cfg.name, cfg.exist_ok);  // resume: the run's dir
   fs::create_directories(run_dir + "/weights");
-  setup_logging(run_dir);
+  setup_logging(run_dir, resuming);
   cfg.save_args(run_dir);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = cfg.threads > 0 ? static_cast<int>(cfg.threads) : cores;
@@ -213,7 +240,6 @@ TrainSummary Trainer::train() {
   const double wd = scaled_weight_decay(cfg.weight_decay, cfg.batch, accumulate0, cfg.nbs);
   const int64_t iterations = auto_rule_iterations(n_images, cfg.batch, cfg.nbs, cfg.epochs);
   OptimizerChoice opt = build_optimizer(groups, cfg, nc, iterations, wd);
-  spdlog::info("optimizer: {}", opt.why);
   Scheduler sched(*opt.opt, cfg, opt, nb);
   ModelEMA ema(model::state_dict(*net));
 
@@ -247,6 +273,9 @@ TrainSummary Trainer::train() {
   po.level = instrument::parse_level(cfg.instrument);
   po.log_every = cfg.log_every;
   if (!cfg.trace_steps.empty()) po.trace_steps = std::make_pair(cfg.trace_steps.start, cfg.trace_steps.stop);
+  if (!cfg.trace_steps.empty() && po.level != instrument::Level::full)
+    spdlog::warn("trace_steps={}:{} ignored: trace.json is written with instrument=full (now instrument={})",
+                 cfg.trace_steps.start, cfg.trace_steps.stop, cfg.instrument);
   if (!cfg.profile_steps.empty()) po.profile_steps = std::make_pair(cfg.profile_steps.start, cfg.profile_steps.stop);
   po.sync = cfg.sync;
   po.cuda = cuda;
@@ -279,7 +308,10 @@ TrainSummary Trainer::train() {
     const auto t_epoch = Clock::now();
     prof.begin_epoch(epoch);
     sched.on_epoch_start(epoch);
-    if (cfg.close_mosaic > 0 && epoch >= cfg.epochs - cfg.close_mosaic && !mosaic_closed) {  // also after resume
+    // Ultralytics closes at epoch == epochs - close_mosaic, so a run shorter than close_mosaic keeps mosaic
+    // throughout; `>=` closes it again after a resume past that epoch.
+    if (cfg.close_mosaic > 0 && cfg.epochs >= cfg.close_mosaic && epoch >= cfg.epochs - cfg.close_mosaic &&
+        !mosaic_closed) {
       spdlog::info("Closing dataloader mosaic");
       train_loader->close_mosaic();
       mosaic_closed = true;
@@ -396,8 +428,11 @@ TrainSummary Trainer::train() {
         }
         spdlog::info("{}", *window);
       }
-      if (epoch == start_epoch && i < 3 && cfg.plots)
-        data::plot_images(*batch, names, fmt::format("{}/train_batch{}.jpg", run_dir, i));
+      // As Ultralytics' plot_idx: the first three steps of the run and of the close_mosaic phase, named by step.
+      const int64_t close_ni = cfg.close_mosaic > 0 && cfg.epochs >= cfg.close_mosaic
+                                   ? (cfg.epochs - cfg.close_mosaic) * nb : -10;
+      if (cfg.plots && (ni < 3 || (ni >= close_ni && ni < close_ni + 3)))
+        data::plot_images(*batch, names, fmt::format("{}/train_batch{}.jpg", run_dir, ni));
     }
     if (tty) std::fprintf(stdout, "\n");
     if (!line.empty() && !line_logged) {  // the epoch's final progress line, also in train.log

@@ -219,8 +219,9 @@ WindowSummary combine_windows(const std::vector<WindowSummary>& windows) {
 namespace {
 
 // Advice context: summary.json options (written by the Profiler) > args.yaml > defaults.
-AdviceContext load_context(const fs::path& dir) {
+AdviceContext load_context(const fs::path& dir, std::string& source) {
   AdviceContext c;
+  source.clear();
   c.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const fs::path summary = dir / "summary.json";
   if (fs::exists(summary)) {
@@ -235,6 +236,7 @@ AdviceContext load_context(const fs::path& dir) {
       c.cores = o.value("cores", c.cores);
       c.device = o.value("device", c.device);
       c.sync = o.value("sync", c.sync);
+      source = "summary.json";
       return c;
     }
   }
@@ -248,6 +250,7 @@ AdviceContext load_context(const fs::path& dir) {
       if (y["cache"]) c.cache = y["cache"].as<std::string>();
       if (y["amp"]) c.amp = y["amp"].as<bool>();
       if (y["device"] && !y["device"].IsNull()) c.device = y["device"].as<std::string>();
+      source = "args.yaml";
     } catch (const std::exception& e) {
       throw std::runtime_error(args.string() + ": cannot read advice context (" + e.what() + ")");
     }
@@ -281,7 +284,7 @@ AnalyzeResult analyze_run(const std::string& path) {
     throw std::runtime_error(r.source + " contains no instrumentation windows (lines like 'dataloader: 0.2s (38%), "
                                         "... step: 0.5s, 28.6 img/s, data-wait 38%, GPU 54%')");
   }
-  r.context = load_context(dir);
+  r.context = load_context(dir, r.context_source);
   r.overall = combine_windows(r.windows);
   r.diagnosis = diagnose(r.overall, r.context);
   std::map<std::string, int> counts;
@@ -310,9 +313,13 @@ AnalyzeResult analyze_run(const std::string& path) {
     rep += fmt::format("worst data wait: {:.0f}% of step in window {}{}\n", 100.0 * w.share("dataloader"), worst,
                        w.first_step >= 0 ? fmt::format(" (steps {}-{})", w.first_step, w.last_step) : "");
   }
-  rep += fmt::format("context: workers={} batch={} imgsz={} cache={} amp={} cores={} device={}\n", r.context.workers,
-                     r.context.batch, r.context.imgsz, r.context.cache, r.context.amp ? "True" : "False",
-                     r.context.cores, r.context.device);
+  rep += fmt::format("context: workers={} batch={} imgsz={} cache={} amp={} cores={} device={} ({})\n",
+                     r.context.workers, r.context.batch, r.context.imgsz, r.context.cache,
+                     r.context.amp ? "True" : "False", r.context.cores, r.context.device,
+                     r.context_source.empty()
+                         ? "UNKNOWN: no summary.json or args.yaml beside the log, so the advice assumes Ultralytics' "
+                           "defaults; analyze the run directory for advice that names its real settings"
+                         : "from " + r.context_source);
   rep += "diagnosis: " + r.diagnosis.to_string() + "\n";
   r.report = std::move(rep);
   return r;

@@ -179,6 +179,11 @@ TEST(TrainConfig, ResumeAllowsOnlyRunControlKeys) {
   EXPECT_NO_THROW(yolo11::config::check_resume_compatible(saved, r));
   auto msg = error_of([&] { TrainConfig::load_for_resume(dir + "/args.yaml", {"lr0=0.1"}); });
   EXPECT_NE(msg.find("'lr0' cannot be changed when resuming"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("the run has lr0=0.02"), std::string::npos) << msg;
+  // The original command line repeated with resume= appended: equal values are no change.
+  const auto same = TrainConfig::load_for_resume(dir + "/args.yaml", {"lr0=0.02", "epochs=30"});
+  EXPECT_EQ(same.epochs, 30);
+  EXPECT_TRUE(yolo11::config::resume_differences(saved, same).empty());
   auto other = saved;
   other.mosaic = 0.5;
   msg = error_of([&] { yolo11::config::check_resume_compatible(saved, other); });

@@ -87,7 +87,9 @@ struct TrainConfig {
   static TrainConfig load(const std::string& cfg_file, const std::vector<std::string>& overrides,
                           const std::string& default_yaml = "");
   /// Resume: loads default.yaml → `args_yaml` (the run's saved args.yaml) → overrides; only run-control keys
-  /// (resume_overridable_keys()) may be overridden, anything else throws naming the key.
+  /// (resume_overridable_keys()) may be overridden. Another key given with the value the run already has is
+  /// accepted (the original command line plus resume= works); with a different value it throws naming the key,
+  /// the requested and the saved value.
   static TrainConfig load_for_resume(const std::string& args_yaml, const std::vector<std::string>& overrides,
                                      const std::string& default_yaml = "");
   /// All resolved values as YAML ("key: value" lines in default.yaml order), loadable by load().
@@ -104,8 +106,10 @@ std::string default_config_path(const std::string& explicit_path = "");
 const std::vector<std::string>& config_keys();
 /// Keys that may differ from the saved args when resuming (epochs, time, patience, device, workers, batch, ...).
 const std::vector<std::string>& resume_overridable_keys();
-/// Throws std::runtime_error listing every key that differs between `saved` and `requested` and is not
-/// resume-overridable (name, saved value, requested value).
+/// Every key that differs between `saved` and `requested` and is not resume-overridable, as
+/// "key (saved X, requested Y)"; empty when they agree.
+std::vector<std::string> resume_differences(const TrainConfig& saved, const TrainConfig& requested);
+/// Throws std::runtime_error listing resume_differences() when there are any.
 void check_resume_compatible(const TrainConfig& saved, const TrainConfig& requested);
 
 /// Creates and returns the run directory `<project>/<name>` (project "" → "runs/train", name "" → "train"),

@@ -16,6 +16,7 @@ struct AnalyzeResult {
   std::vector<StageSummary> epoch_stages;  ///< val / checkpoint / log, combined over epochs (breakdown.csv only)
   WindowSummary overall;               ///< windows combined (kind "run")
   AdviceContext context;               ///< settings quoted by the advice (summary.json / args.yaml / defaults)
+  std::string context_source;          ///< "summary.json", "args.yaml" or "" (not found: Ultralytics defaults assumed)
   Diagnosis diagnosis;                 ///< of `overall`
   std::vector<Diagnosis> window_diagnoses;
   std::string report;                  ///< human-readable table + diagnosis
