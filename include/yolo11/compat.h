@@ -3,6 +3,7 @@
 // generations"): device sync, peak allocator memory, CUDA event timing, Nsight capture control, autocast.
 // Every function works (as a no-op / "n/a") in CPU-only builds; CUDA code lives in src/instrument/compat.cpp
 // behind YOLO11_HAS_CUDA, so no CUDA header leaks here.
+#include <ATen/Tensor.h>
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 
@@ -55,6 +56,12 @@ class EventTimer {
 /// Returns false (and does nothing) in CPU builds or when the driver library is absent.
 bool profiler_start();
 bool profiler_stop();
+
+/// State of the default CUDA generator of `device` (uint8 tensor, as torch.cuda.get_rng_state); an undefined
+/// tensor in CPU builds or when no CUDA device is visible.
+at::Tensor cuda_rng_state(int device = 0);
+/// Restores cuda_rng_state(); no-op for an undefined tensor, in CPU builds or without a CUDA device.
+void set_cuda_rng_state(const at::Tensor& state, int device = 0);
 
 /// Autocast switches of either LibTorch generation (1.13: set_enabled / set_cpu_enabled / set_autocast_*_dtype;
 /// 2.4+: device-typed set_autocast_enabled / set_autocast_dtype).

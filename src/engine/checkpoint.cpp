@@ -103,6 +103,7 @@ bool save_checkpoint(const std::string& weights_dir, const Checkpoint& c, bool i
   for (const auto& [k, t] : c.scaler) state.emplace_back("scaler/" + k, t);
   state.emplace_back("optimizer", bytes_tensor(c.optimizer));
   if (c.rng_cpu.defined()) state.emplace_back("rng/cpu", c.rng_cpu);
+  if (c.rng_cuda.defined()) state.emplace_back("rng/cuda", c.rng_cuda.to(torch::kCPU));
   std::map<std::string, std::string> smeta = wmeta;
   smeta["content"] = "training state (model/*, optimizer, scaler/*, rng/*)";
   smeta["args_yaml"] = c.args_yaml;
@@ -169,6 +170,7 @@ Checkpoint read_pair(const std::string& weights_file, bool weights_only, const s
     else if (k.rfind("scaler/", 0) == 0) c.scaler.emplace_back(k.substr(7), t);
     else if (k == "optimizer") c.optimizer = tensor_bytes(t);
     else if (k == "rng/cpu") c.rng_cpu = t;
+    else if (k == "rng/cuda") c.rng_cuda = t;
   }
   if (auto bad = first_non_finite(c.model, "model"); !bad.empty())
     throw std::runtime_error("checkpoint: '" + s->path + "' holds NaN/Inf weights (" + bad + ")");

@@ -13,6 +13,7 @@
 
 #ifdef YOLO11_HAS_CUDA
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -174,6 +175,31 @@ bool call_cuda_profiler(const char* symbol) {
 
 bool profiler_start() { return call_cuda_profiler("cuProfilerStart"); }
 bool profiler_stop() { return call_cuda_profiler("cuProfilerStop"); }
+
+// ---- CUDA generator state --------------------------------------------------------------------------------------
+at::Tensor cuda_rng_state(int device) {
+#ifdef YOLO11_HAS_CUDA
+  if (!torch::cuda::is_available()) return {};
+  auto gen = at::cuda::detail::getDefaultCUDAGenerator(static_cast<c10::DeviceIndex>(device));
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+#else
+  (void)device;
+  return {};
+#endif
+}
+
+void set_cuda_rng_state(const at::Tensor& state, int device) {
+#ifdef YOLO11_HAS_CUDA
+  if (!state.defined() || !torch::cuda::is_available()) return;
+  auto gen = at::cuda::detail::getDefaultCUDAGenerator(static_cast<c10::DeviceIndex>(device));
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+#else
+  (void)state;
+  (void)device;
+#endif
+}
 
 // ---- autocast -----------------------------------------------------------------------------------------------------
 void set_autocast_enabled(c10::DeviceType device, bool enabled) {

@@ -32,6 +32,7 @@ Checkpoint make_ckpt(int64_t epoch, float fill) {
   c.args_yaml = "epochs: 3\nlr0: 0.01\n";
   c.results_csv = "epoch,time\n1,2\n";
   c.rng_cpu = engine::capture_rng_state();
+  c.rng_cuda = torch::arange(16, torch::kUInt8);  // stands in for a CUDA generator state (any uint8 bytes)
   c.extra = {{"loader_rng", "123 456"}};
   return c;
 }
@@ -74,11 +75,27 @@ TEST(Checkpoint, RoundTripKeepsEveryField) {
   }
   EXPECT_TRUE(torch::equal(back->scaler[0].second, c.scaler[0].second));
   EXPECT_TRUE(torch::equal(back->rng_cpu, c.rng_cpu));
+  ASSERT_TRUE(back->rng_cuda.defined());
+  EXPECT_TRUE(torch::equal(back->rng_cuda, c.rng_cuda));
   // The weights file alone is a plain safetensors state_dict with the reference keys (Python can load it).
   const auto w = io::load_safetensors(dir + "/last.safetensors");
   EXPECT_EQ(w.tensors.size(), 3u);
   EXPECT_EQ(w.tensors[0].first, "model.0.conv.weight");
   EXPECT_EQ(w.metadata.at("format"), "pt");
+}
+
+TEST(Checkpoint, CpuRunStoresNoCudaRngState) {
+  const auto dir = test::scratch_dir("ckpt_no_cuda_rng");
+  auto c = make_ckpt(0, 1.0f);
+  c.rng_cuda = at::Tensor();
+  c.scaler.clear();  // amp off or bfloat16: no scaler state
+  ASSERT_TRUE(engine::save_checkpoint(dir, c, false, false));
+  const auto back = engine::load_checkpoint(dir);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_FALSE(back->rng_cuda.defined());
+  EXPECT_TRUE(back->scaler.empty());
+  for (const auto& [k, t] : io::load_safetensors(dir + "/last.state.safetensors").tensors)
+    EXPECT_TRUE(k != "rng/cuda" && k.rfind("scaler/", 0) != 0) << k;
 }
 
 TEST(Checkpoint, TruncatedLastFallsBackToPrevious) {

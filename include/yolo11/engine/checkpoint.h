@@ -1,7 +1,7 @@
 #pragma once
 // Training checkpoints: weights/<stem>.safetensors (EMA weights under the reference state_dict keys, loadable by
 // Python's safetensors.torch.load_file) + weights/<stem>.state.safetensors (raw model weights, optimizer and
-// scaler state, RNG, args, results so far). Both carry the same checkpoint id; a pair whose ids differ, a missing,
+// scaler state, CPU and CUDA RNG, args, results so far). Both carry the same checkpoint id; a pair whose ids differ, a missing,
 // empty or truncated file, or NaN/Inf weights make the checkpoint unusable and the loader falls back to
 // last.prev.*. Format: docs/recipe.md.
 #include <ATen/Tensor.h>
@@ -32,6 +32,7 @@ struct Checkpoint {
   std::string args_yaml;              ///< config::TrainConfig::to_yaml()
   std::string results_csv;            ///< results.csv text so far
   at::Tensor rng_cpu;                 ///< capture_rng_state() (uint8); undefined = not saved
+  at::Tensor rng_cuda;                ///< compat::cuda_rng_state() of the training device; undefined on CPU runs
   std::map<std::string, std::string> extra;  ///< free-form strings (data-loader RNG states, train time, ...)
   std::string path;                   ///< file it was loaded from (set by the loader)
 };

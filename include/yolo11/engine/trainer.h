@@ -1,5 +1,8 @@
 #pragma once
 // engine::Trainer: the whole training run, top to bottom in src/engine/trainer.cpp (read it as the spec of a step).
+#include <ATen/Tensor.h>
+
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,16 @@ struct TrainSummary {
   int64_t epochs_done = 0;
   double best_fitness = 0, final_map50 = 0, final_map50_95 = 0;
   double seconds = 0;
+  std::string precision = "float32";  ///< training precision chosen by the AMP policy: float32, bfloat16, float16
+  int64_t amp_skipped_steps = 0;       ///< optimizer steps the GradScaler skipped (inf/NaN gradients)
+  int64_t nonfinite_skipped_steps = 0; ///< optimizer steps skipped because a loss since the last step was NaN/Inf
+};
+
+/// Test and instrumentation hooks (all optional).
+struct TrainerHooks {
+  /// Called with each step's total loss right after the loss stage (epoch and batch index 0-based); the returned
+  /// tensor is used in its place (tests inject a NaN here).
+  std::function<at::Tensor(int64_t epoch, int64_t i, const at::Tensor& loss)> on_loss;
 };
 
 /// For resume=true|PATH: finds the run (true → the newest <project>/*/weights/last.safetensors; PATH → a run dir
@@ -24,12 +37,13 @@ class Trainer {
  public:
   /// Validates the config against the environment (dataset present, model YAML readable); throws
   /// std::runtime_error with what to do otherwise.
-  explicit Trainer(config::TrainConfig cfg);
+  explicit Trainer(config::TrainConfig cfg, TrainerHooks hooks = {});
   /// Runs every epoch: train, validate, log, checkpoint. Returns what the run achieved.
   TrainSummary train();
 
  private:
   config::TrainConfig cfg_;
+  TrainerHooks hooks_;
 };
 
 }  // namespace yolo11::engine
