@@ -123,14 +123,17 @@ std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vect
       c.name = name;
       c.per_epoch = true;
       double share_sum = 0;
+      std::vector<double> per_epoch_means;  // val / checkpoint / log run once per epoch: these are the samples
       for (const auto& r : rows) {
         c.count += r.count;
         c.total += r.total;
         c.max = std::max(c.max, r.max);
         share_sum += r.share;
+        per_epoch_means.push_back(r.mean);
       }
       c.mean = c.count > 0 ? c.total / static_cast<double>(c.count) : 0;
-      c.p50 = c.p95 = c.mean;
+      c.p50 = percentile(per_epoch_means, 0.5);
+      c.p95 = percentile(per_epoch_means, 0.95);
       c.share = share_sum / static_cast<double>(rows.size());  // mean share of the epoch wall time
       epoch_stages->push_back(c);
     }
