@@ -157,9 +157,9 @@ namespace {
 constexpr int kW = 320, kH = 250;                   // one chart
 constexpr int kLeft = 72, kRight = 12, kTop = 30, kBottom = 34;  // plot-area margins
 
-std::string tick(double v) {
+std::string tick(double v, int digits = 3) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3g", v);
+  std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
   return buf;
 }
 
@@ -198,8 +198,11 @@ void draw_chart(cv::Mat& canvas, const cv::Rect& cell, const std::string& title,
     cv::line(img, {area.x, gy}, {area.x + area.width, gy}, grey, 1);
   }
   cv::rectangle(img, area, black, 1);
+  int digits = 3;  // enough significant digits that min, mid and max read differently (a flat curve: 5.651/5.652)
+  while (digits < 8 && (tick(y0, digits) == tick((y0 + y1) / 2, digits) || tick(y1, digits) == tick((y0 + y1) / 2, digits)))
+    ++digits;
   for (double v : {y0, (y0 + y1) / 2, y1}) {
-    const std::string s = tick(v);
+    const std::string s = tick(v, digits);
     const auto sz = cv::getTextSize(s, font, 0.38, 1, &base);
     cv::putText(img, s, {area.x - sz.width - 4, py(v) + sz.height / 2}, font, 0.38, black, 1, cv::LINE_AA);
   }
