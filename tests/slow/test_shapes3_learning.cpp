@@ -67,7 +67,8 @@ TEST(Shapes3, FirstTenEpochsLearnLikeTheReference) {
   const std::string src = YOLO11_TEST_SOURCE_DIR;
   const pid_t pid = yolo11::test::spawn(
       yolo11::test::exe("yolo11-train"),
-      {"--cfg", src + "/configs/shapes3.yaml", "datasets_dir=" + fs::path(data_root).parent_path().string(),
+      {"--cfg", src + "/configs/shapes3.yaml", "model=" + src + "/configs/models/yolo11.yaml",
+       "data=" + src + "/configs/datasets/shapes3.yaml", "datasets_dir=" + fs::path(data_root).parent_path().string(),
        "project=" + project, "name=run", "plots=false", "exist_ok=true"},
       log);
   // Same 30-epoch schedule as the reference (lr decay and close_mosaic depend on `epochs`): stop it after 10.
