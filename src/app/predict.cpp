@@ -121,10 +121,10 @@ int main(int argc, char** argv) {
       det.names = info.names;
     }
     spdlog::info("{}", det.report);
-    const torch::Device device(a.device == "cpu" || a.device.empty() ? torch::kCPU : torch::kCUDA);
+    const torch::Device device = yolo11::engine::select_device(a.device);
     det.model->fuse();
     det.model->to(device);
-    const std::string save_dir = yolo11::config::make_run_dir(a.project, a.name, a.exist_ok);
+    const std::string save_dir = yolo11::config::make_run_dir(a.project, a.name, a.exist_ok, /*weights_dir=*/false);
     if (a.save_txt) fs::create_directories(save_dir + "/labels");
     yolo11::metrics::NmsOptions nms;
     nms.conf = a.conf;

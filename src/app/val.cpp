@@ -38,11 +38,11 @@ int main(int argc, char** argv) {
                                "the splits the dataset YAML lists");
     auto loader = yolo11::engine::make_val_loader(info, sources, cfg, cfg.batch, cfg.split);
     const std::string save_dir = yolo11::config::make_run_dir(cfg.project.empty() ? "runs/val" : cfg.project,
-                                                              cfg.name.empty() ? "val" : cfg.name, cfg.exist_ok);
+                                                              cfg.name.empty() ? "val" : cfg.name, cfg.exist_ok, /*weights_dir=*/false);
     yolo11::engine::ValidatorOptions vo{cfg.conf.value_or(0.001), cfg.iou, cfg.max_det, cfg.plots, save_dir, true};
     yolo11::engine::Validator validator(loader, info.names, vo);
     yolo11::loss::DetectionLoss criterion(det.nc, det.model->strides(), det.model->reg_max());
-    const torch::Device device(cfg.device.empty() || cfg.device == "cpu" ? torch::kCPU : torch::kCUDA);
+    const torch::Device device = yolo11::engine::select_device(cfg.device);
     det.model->fuse();
     yolo11::model::to_channels_last(*det.model);
     det.model->to(device);

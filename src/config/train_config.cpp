@@ -655,7 +655,7 @@ void TrainConfig::save_args(const std::string& run_dir) const {
   io::write_file_atomic((fs::path(run_dir) / "args.yaml").string(), to_yaml());
 }
 
-std::string make_run_dir(const std::string& project, const std::string& name, bool exist_ok) {
+std::string make_run_dir(const std::string& project, const std::string& name, bool exist_ok, bool weights_dir) {
   const fs::path root = project.empty() ? fs::path("runs") / "train" : fs::path(project);
   const std::string base = name.empty() ? "train" : name;
   fs::path dir = root / base;
@@ -667,9 +667,10 @@ std::string make_run_dir(const std::string& project, const std::string& name, bo
     }
   }
   std::error_code ec;
-  fs::create_directories(dir / "weights", ec);
+  const fs::path make = weights_dir ? dir / "weights" : dir;
+  fs::create_directories(make, ec);
   if (ec)
-    throw std::runtime_error("make_run_dir: cannot create '" + (dir / "weights").string() + "': " + ec.message() +
+    throw std::runtime_error("make_run_dir: cannot create '" + make.string() + "': " + ec.message() +
                              " (check permissions or choose another project=)");
   return dir.string();
 }

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "yolo11/compat.h"
 #include "yolo11/io/safetensors.h"
 
 namespace yolo11::engine {
@@ -50,6 +51,17 @@ LoadedDetector load_detector(const std::string& weights, const std::string& mode
   if (!report.complete()) throw std::runtime_error(weights + ": " + d.report);
   d.model->eval();
   return d;
+}
+
+torch::Device select_device(const std::string& device) {
+  if (device.empty() || device == "cpu") return torch::Device(torch::kCPU);
+  const std::string num = device == "cuda" ? "0" : device.rfind("cuda:", 0) == 0 ? device.substr(5) : device;
+  if (num.empty() || num.size() > 3 || num.find_first_not_of("0123456789") != std::string::npos)
+    throw std::runtime_error("device=" + device + " is not a device: use device=cpu, device=0 (first GPU), "
+                             "device=cuda or device=cuda:N");
+  if (!compat::cuda_available())
+    throw std::runtime_error("device=" + device + " requested but CUDA is not available in this build/machine; use device=cpu");
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(std::stoi(num)));
 }
 
 }  // namespace yolo11::engine

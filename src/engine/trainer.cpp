@@ -29,6 +29,7 @@
 #include "yolo11/engine/checkpoint.h"
 #include "yolo11/engine/data_setup.h"
 #include "yolo11/engine/ema.h"
+#include "yolo11/engine/inference.h"
 #include "yolo11/engine/optimizer.h"
 #include "yolo11/engine/results.h"
 #include "yolo11/engine/schedule.h"
@@ -90,13 +91,6 @@ std::string memory_string(bool cuda) {
   return "0G";
 }
 
-torch::Device select_device(const std::string& device) {
-  if (device.empty() || device == "cpu") return torch::Device(torch::kCPU);
-  if (!compat::cuda_available())
-    throw std::runtime_error("device=" + device + " requested but CUDA is not available in this build/machine; use device=cpu");
-  const std::string idx = device.rfind("cuda:", 0) == 0 ? device.substr(5) : device;
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(idx.empty() ? 0 : std::stoi(idx)));
-}
 
 /// Copies a (name, tensor) state into the matching tensors of `dst` (same keys, same shapes).
 void copy_state(const std::vector<std::pair<std::string, torch::Tensor>>& src, model::YOLO& dst) {

@@ -21,4 +21,8 @@ struct LoadedDetector {
 /// the file when it is unreadable or matches no YOLO11 scale.
 LoadedDetector load_detector(const std::string& weights, const std::string& model_yaml = "configs/models/yolo11.yaml");
 
+/// Ultralytics `device=` value → torch::Device: "" or "cpu" → CPU; "0", "cuda", "cuda:N" → that GPU. Throws
+/// std::runtime_error for anything else (naming the accepted forms) and when CUDA is not available.
+torch::Device select_device(const std::string& device);
+
 }  // namespace yolo11::engine
