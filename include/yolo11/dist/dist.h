@@ -1,0 +1,109 @@
+#pragma once
+// dist: data-parallel training across processes, launched torchrun-style (docs/dist.md). Every process reads its
+// rank from the environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), joins one c10d process
+// group (Gloo for CPU tensors, NCCL for CUDA tensors) through a TCPStore on MASTER_ADDR:MASTER_PORT, and from then
+// on every rank runs the same steps on its own shard of the data. A world of 1 (no variables set) makes every
+// call here a no-op: no store, no group, no copies. No c10d header leaks from here; the LibTorch 1.13 vs 2.x
+// difference of c10d lives in one block of src/dist/dist.cpp.
+#include <ATen/Tensor.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace torch::nn {
+class Module;
+}
+
+namespace yolo11::dist {
+
+/// Where this process sits in the job, as torchrun exports it.
+struct Env {
+  int rank = 0;             ///< RANK: global rank in [0, world)
+  int world = 1;            ///< WORLD_SIZE: number of processes
+  int local_rank = 0;       ///< LOCAL_RANK: rank on this machine (selects the CUDA device)
+  std::string master_addr = "127.0.0.1";  ///< MASTER_ADDR: host of rank 0's TCPStore
+  int master_port = 29500;  ///< MASTER_PORT: port of that store
+  bool distributed() const { return world > 1; }
+  bool is_main() const { return rank == 0; }
+};
+
+/// Parses the torchrun variables through `get` (returns nullptr for an unset name; tests pass a map). WORLD_SIZE
+/// unset → world 1 (RANK/LOCAL_RANK must then be unset or 0). Throws std::runtime_error naming the variable for
+/// a non-integer value, WORLD_SIZE < 1, RANK ∉ [0, WORLD_SIZE), LOCAL_RANK ∉ [0, WORLD_SIZE), RANK set without
+/// WORLD_SIZE, WORLD_SIZE > 1 without RANK, or MASTER_PORT ∉ [1, 65535].
+Env parse_env(const std::function<const char*(const char*)>& get);
+/// parse_env over the process environment (std::getenv).
+Env from_env();
+
+/// True when this build has the Gloo backend (YOLO11_HAS_GLOO) / the NCCL backend (YOLO11_HAS_NCCL).
+bool gloo_available();
+bool nccl_available();
+
+struct GroupOptions {
+  std::string backend = "auto";  ///< "auto" (NCCL for a CUDA device when built in, else Gloo), "gloo" or "nccl"
+  bool cuda = false;             ///< tensors live on CUDA device LOCAL_RANK ("auto" then picks NCCL)
+  std::chrono::milliseconds timeout{std::chrono::minutes(30)};  ///< store connect + every collective
+  int64_t bucket_bytes = 25 << 20;  ///< gradient / parameter bucket size (PyTorch DDP's default 25 MiB)
+};
+
+/// One process group for the life of a training run (RAII: the group and its TCPStore close on destruction).
+/// Default-constructed, or built from a world-1 Env, it is inactive and every collective returns at once.
+class ProcessGroup {
+ public:
+  ProcessGroup();
+  /// Joins the group: rank 0 serves the TCPStore at master_addr:master_port and waits for the other ranks.
+  /// Throws std::runtime_error when world > 1 but the build lacks the backend, or when the store cannot be
+  /// reached within `timeout`.
+  ProcessGroup(const Env& env, GroupOptions opt = {});
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+  ProcessGroup(ProcessGroup&&) noexcept;
+  ProcessGroup& operator=(ProcessGroup&&) noexcept;
+
+  bool active() const { return world_ > 1; }
+  int rank() const { return rank_; }
+  int world() const { return world_; }
+  const std::string& backend() const { return backend_; }
+
+  /// Overwrites every parameter AND buffer of `module` with rank `root`'s values (bucketed broadcasts), so all
+  /// ranks start identical. Call on every rank with the same module structure.
+  void broadcast_parameters(torch::nn::Module& module, int root = 0);
+  /// Overwrites the buffers (BatchNorm running statistics, counters) of `module` with rank `root`'s: PyTorch DDP's
+  /// broadcast_buffers, which keeps replicas identical although each rank's forward updates them on its own batch.
+  void broadcast_buffers(torch::nn::Module& module, int root = 0);
+  /// Broadcasts `tensors` in place from `root` (bucketed by dtype and device).
+  void broadcast(const std::vector<at::Tensor>& tensors, int root = 0);
+
+  /// Reduces the gradients of `params` across ranks in place: flattened into buckets of ≤ bucket_bytes (one per
+  /// dtype/device run), one all_reduce(SUM) per bucket, copied back; `average` divides by world (DDP semantics).
+  /// Parameters with requires_grad == false are skipped; a trainable parameter without a gradient gets a zero
+  /// gradient first, so every rank reduces the same buckets. Returns the number of buckets (0 when inactive).
+  int64_t all_reduce_gradients(const std::vector<at::Tensor>& params, bool average = true);
+
+  /// Mean of `t` over ranks (a new tensor; `t` itself when inactive). For logged losses and metrics.
+  at::Tensor all_reduce_mean(const at::Tensor& t);
+  /// Element-wise sum / max of `t` over ranks, in place.
+  void all_reduce_sum_(at::Tensor& t);
+  void all_reduce_max_(at::Tensor& t);
+  /// Blocks until every rank has reached it.
+  void barrier();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int rank_ = 0, world_ = 1;
+  std::string backend_ = "none";
+  int64_t bucket_bytes_ = 25 << 20;
+};
+
+/// 64-bit FNV-1a hash over the bytes of every parameter and buffer of `module`, in registration order (values
+/// copied to the host in logical order, so the memory format does not matter). Equal on two ranks ⇔ bitwise equal
+/// weights (up to hash collisions).
+uint64_t weights_hash(torch::nn::Module& module);
+
+}  // namespace yolo11::dist

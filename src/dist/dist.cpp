@@ -1,0 +1,355 @@
+// dist: torchrun environment, c10d process group, bucketed collectives (include/yolo11/dist/dist.h).
+#include "yolo11/dist/dist.h"
+
+#include <torch/nn/module.h>
+#include <torch/version.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <optional>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+// ---- c10d compat: the ONE place that sees the LibTorch 1.13 vs 2.x c10d difference (DESIGN.md "Two LibTorch
+// generations"). 1.13: ProcessGroupGloo / ProcessGroupNCCL derive from c10d::ProcessGroup. 2.x: they derive from
+// c10d::Backend (a ProcessGroup wraps one Backend per device type). We never need the wrapper: the collectives
+// used here (allreduce, broadcast, barrier) have the same signatures on both classes, so we hold the backend
+// object itself through `Handle`. The 2.x branch is not compiled in this project's CI (Debian ships 1.13).
+#if defined(YOLO11_HAS_GLOO) || defined(YOLO11_HAS_NCCL)
+#define YOLO11_HAS_C10D 1
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
+#ifdef YOLO11_HAS_GLOO
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO 1  // the header's own guard (LibTorch's build defines it; a consumer must)
+#endif
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#ifdef YOLO11_HAS_NCCL
+#ifndef USE_C10D_NCCL
+#define USE_C10D_NCCL 1
+#endif
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+namespace yolo11::dist::c10d_compat {
+#if TORCH_VERSION_MAJOR >= 2
+using Handle = c10::intrusive_ptr<c10d::Backend>;
+#else
+using Handle = c10::intrusive_ptr<c10d::ProcessGroup>;
+#endif
+}  // namespace yolo11::dist::c10d_compat
+#endif
+
+namespace yolo11::dist {
+
+// ---- environment ------------------------------------------------------------------------------------------------
+
+namespace {
+
+/// Integer value of variable `name` (nullopt when unset or empty); throws naming the variable when malformed.
+std::optional<long long> int_var(const std::function<const char*(const char*)>& get, const char* name) {
+  const char* v = get(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0')
+    throw std::runtime_error(std::string("dist: environment variable ") + name + "='" + v +
+                             "' is not an integer (torchrun-style launch: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_PORT "
+                             "are integers; docs/dist.md)");
+  return x;
+}
+
+}  // namespace
+
+Env parse_env(const std::function<const char*(const char*)>& get) {
+  Env e;
+  const auto world = int_var(get, "WORLD_SIZE");
+  const auto rank = int_var(get, "RANK");
+  const auto local = int_var(get, "LOCAL_RANK");
+  const auto port = int_var(get, "MASTER_PORT");
+  if (world && *world < 1)
+    throw std::runtime_error("dist: WORLD_SIZE=" + std::to_string(*world) + " must be >= 1");
+  if (world && *world > 1 && !rank)
+    throw std::runtime_error("dist: WORLD_SIZE=" + std::to_string(*world) +
+                             " but RANK is unset; set RANK (0..WORLD_SIZE-1) for every process, or launch with "
+                             "tools/launch_dist.sh / torchrun");
+  if (!world && rank && *rank != 0)
+    throw std::runtime_error("dist: RANK=" + std::to_string(*rank) +
+                             " but WORLD_SIZE is unset; set WORLD_SIZE to the number of processes");
+  e.world = world ? static_cast<int>(*world) : 1;
+  e.rank = rank ? static_cast<int>(*rank) : 0;
+  e.local_rank = local ? static_cast<int>(*local) : e.rank;
+  if (e.rank < 0 || e.rank >= e.world)
+    throw std::runtime_error("dist: RANK=" + std::to_string(e.rank) + " is not in [0, WORLD_SIZE=" +
+                             std::to_string(e.world) + ")");
+  if (e.local_rank < 0 || e.local_rank >= e.world)
+    throw std::runtime_error("dist: LOCAL_RANK=" + std::to_string(e.local_rank) + " is not in [0, WORLD_SIZE=" +
+                             std::to_string(e.world) + ")");
+  if (port) {
+    if (*port < 1 || *port > 65535)
+      throw std::runtime_error("dist: MASTER_PORT=" + std::to_string(*port) + " is not a port (1..65535)");
+    e.master_port = static_cast<int>(*port);
+  }
+  if (const char* a = get("MASTER_ADDR"); a != nullptr && *a != '\0') e.master_addr = a;
+  return e;
+}
+
+Env from_env() {
+  return parse_env([](const char* n) -> const char* { return std::getenv(n); });
+}
+
+bool gloo_available() {
+#ifdef YOLO11_HAS_GLOO
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool nccl_available() {
+#ifdef YOLO11_HAS_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+// ---- process group ------------------------------------------------------------------------------------------------
+
+struct ProcessGroup::Impl {
+#ifdef YOLO11_HAS_C10D
+  c10::intrusive_ptr<c10d::Store> store;
+  c10d_compat::Handle pg;
+  std::chrono::milliseconds timeout{};
+
+  void wait(const c10::intrusive_ptr<c10d::Work>& w) { w->wait(timeout); }
+  /// In-place all_reduce of `t` with `op` (through one flat bucket per bucket_bytes).
+  void all_reduce(at::Tensor& t, c10d::ReduceOp op, int64_t bucket_bytes);
+#endif
+};
+
+ProcessGroup::ProcessGroup() = default;
+ProcessGroup::~ProcessGroup() = default;
+ProcessGroup::ProcessGroup(ProcessGroup&&) noexcept = default;
+ProcessGroup& ProcessGroup::operator=(ProcessGroup&&) noexcept = default;
+
+ProcessGroup::ProcessGroup(const Env& env, GroupOptions opt) : bucket_bytes_(std::max<int64_t>(opt.bucket_bytes, 1)) {
+  if (!env.distributed()) return;  // world 1: inactive, zero cost
+  std::string backend = opt.backend;
+  if (backend == "auto") backend = opt.cuda && nccl_available() ? "nccl" : "gloo";
+  if (backend != "gloo" && backend != "nccl")
+    throw std::runtime_error("dist: backend '" + opt.backend + "' is not one of auto, gloo, nccl");
+  if (backend == "gloo" && !gloo_available())
+    throw std::runtime_error("dist: WORLD_SIZE=" + std::to_string(env.world) +
+                             " needs the Gloo backend, which this build lacks (cmake summary 'distributed : Gloo OFF'); "
+                             "install libgloo-dev and the c10d headers of your LibTorch, reconfigure, or run with "
+                             "WORLD_SIZE unset");
+  if (backend == "nccl" && !nccl_available())
+    throw std::runtime_error("dist: WORLD_SIZE=" + std::to_string(env.world) +
+                             " on CUDA needs the NCCL backend, which this build lacks (cmake summary 'distributed : "
+                             "NCCL OFF'); use a CUDA LibTorch with c10d NCCL headers, or train on the CPU (Gloo)");
+  if (backend == "gloo" && opt.cuda)
+    throw std::runtime_error("dist: Gloo is wired for CPU tensors only here; a CUDA run needs NCCL");
+#ifdef YOLO11_HAS_C10D
+  impl_ = std::make_unique<Impl>();
+  impl_->timeout = opt.timeout;
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<std::uint16_t>(env.master_port);
+  so.isServer = env.rank == 0;
+  so.numWorkers = static_cast<std::size_t>(env.world);
+  so.waitWorkers = true;
+  so.timeout = opt.timeout;
+  try {
+    impl_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+  } catch (const std::exception& ex) {
+    throw std::runtime_error("dist: rank " + std::to_string(env.rank) + " could not " +
+                             (env.rank == 0 ? "serve" : "reach") + " the TCPStore at " + env.master_addr + ":" +
+                             std::to_string(env.master_port) + " (MASTER_ADDR:MASTER_PORT; port in use or rank 0 not "
+                             "started?): " + ex.what());
+  }
+  if (backend == "gloo") {
+#ifdef YOLO11_HAS_GLOO
+    auto o = c10d::ProcessGroupGloo::Options::create(opt.timeout);
+    // Loopback jobs bind to 127.0.0.1 (no network needed); GLOO_SOCKET_IFNAME picks an interface for multi-node;
+    // otherwise Gloo binds to this host's resolved address as torch.distributed does.
+    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+    const bool loopback = env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0;
+    if (ifname != nullptr && *ifname != '\0') o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    else if (loopback) o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    else o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    o->threads = 2;
+    impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env.rank, env.world, o);
+#endif
+  } else {
+#ifdef YOLO11_HAS_NCCL
+    auto o = c10d::ProcessGroupNCCL::Options::create();
+    o->timeout = opt.timeout;
+    impl_->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, env.rank, env.world, o);
+#endif
+  }
+  rank_ = env.rank;
+  world_ = env.world;
+  backend_ = backend;
+#endif
+}
+
+namespace {
+
+/// Runs `fn` on flat buffers made of `tensors`: consecutive tensors of one dtype and device are concatenated (in
+/// logical element order) into buckets of at most `bucket_bytes` (a larger tensor gets a bucket of its own); after
+/// `fn` mutates a bucket its values are copied back. Returns the number of buckets.
+int64_t for_each_bucket(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes,
+                        const std::function<void(at::Tensor&)>& fn) {
+  torch::NoGradGuard ng;
+  int64_t n = 0;
+  size_t i = 0;
+  while (i < tensors.size()) {
+    const auto dtype = tensors[i].scalar_type();
+    const auto device = tensors[i].device();
+    size_t j = i;
+    int64_t bytes = 0;
+    while (j < tensors.size() && tensors[j].scalar_type() == dtype && tensors[j].device() == device &&
+           (j == i || bytes + static_cast<int64_t>(tensors[j].nbytes()) <= bucket_bytes)) {
+      bytes += static_cast<int64_t>(tensors[j].nbytes());
+      ++j;
+    }
+    std::vector<at::Tensor> flat;
+    flat.reserve(j - i);
+    for (size_t k = i; k < j; ++k) flat.push_back(tensors[k].reshape({-1}));
+    at::Tensor bucket = flat.size() == 1 ? flat[0].clone() : torch::cat(flat);
+    fn(bucket);
+    int64_t off = 0;
+    for (size_t k = i; k < j; ++k) {
+      const int64_t numel = tensors[k].numel();
+      tensors[k].copy_(bucket.narrow(0, off, numel).view(tensors[k].sizes()));
+      off += numel;
+    }
+    ++n;
+    i = j;
+  }
+  return n;
+}
+
+}  // namespace
+
+void ProcessGroup::broadcast(const std::vector<at::Tensor>& tensors, int root) {
+  if (!active()) return;
+#ifdef YOLO11_HAS_C10D
+  c10d::BroadcastOptions bo;
+  bo.rootRank = root;
+  bo.timeout = impl_->timeout;
+  for_each_bucket(tensors, bucket_bytes_, [&](at::Tensor& b) {
+    std::vector<at::Tensor> v{b};
+    impl_->wait(impl_->pg->broadcast(v, bo));
+  });
+#else
+  (void)tensors;
+  (void)root;
+#endif
+}
+
+void ProcessGroup::broadcast_parameters(torch::nn::Module& module, int root) {
+  if (!active()) return;
+  std::vector<at::Tensor> ts;
+  for (const auto& p : module.parameters()) ts.push_back(p);
+  for (const auto& b : module.buffers()) ts.push_back(b);
+  broadcast(ts, root);
+}
+
+void ProcessGroup::broadcast_buffers(torch::nn::Module& module, int root) {
+  if (!active()) return;
+  broadcast(module.buffers(), root);
+}
+
+int64_t ProcessGroup::all_reduce_gradients(const std::vector<at::Tensor>& params, bool average) {
+  if (!active()) return 0;
+  std::vector<at::Tensor> grads;
+  grads.reserve(params.size());
+  for (const auto& p : params) {
+    if (!p.requires_grad()) continue;
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    grads.push_back(p.grad());
+  }
+  int64_t n = 0;
+#ifdef YOLO11_HAS_C10D
+  c10d::AllreduceOptions ao;
+  ao.reduceOp = c10d::ReduceOp::SUM;  // Gloo has no AVG: sum, then divide
+  ao.timeout = impl_->timeout;
+  const double inv = 1.0 / static_cast<double>(world_);
+  n = for_each_bucket(grads, bucket_bytes_, [&](at::Tensor& b) {
+    std::vector<at::Tensor> v{b};
+    impl_->wait(impl_->pg->allreduce(v, ao));
+    if (average) b.mul_(inv);
+  });
+#endif
+  return n;
+}
+
+#ifdef YOLO11_HAS_C10D
+void ProcessGroup::Impl::all_reduce(at::Tensor& t, c10d::ReduceOp op, int64_t bucket_bytes) {
+  c10d::AllreduceOptions ao;
+  ao.reduceOp = op;
+  ao.timeout = timeout;
+  for_each_bucket({t}, bucket_bytes, [&](at::Tensor& b) {
+    std::vector<at::Tensor> v{b};
+    wait(pg->allreduce(v, ao));
+  });
+}
+#endif
+
+at::Tensor ProcessGroup::all_reduce_mean(const at::Tensor& t) {
+  if (!active()) return t;
+  at::Tensor out = t.detach().clone();
+  const bool integral = !at::isFloatingType(out.scalar_type());
+  if (integral) out = out.to(torch::kDouble);
+  all_reduce_sum_(out);
+  return out.div_(static_cast<double>(world_));
+}
+
+void ProcessGroup::all_reduce_sum_(at::Tensor& t) {
+  if (!active()) return;
+#ifdef YOLO11_HAS_C10D
+  impl_->all_reduce(t, c10d::ReduceOp::SUM, bucket_bytes_);
+#endif
+}
+
+void ProcessGroup::all_reduce_max_(at::Tensor& t) {
+  if (!active()) return;
+#ifdef YOLO11_HAS_C10D
+  impl_->all_reduce(t, c10d::ReduceOp::MAX, bucket_bytes_);
+#endif
+}
+
+void ProcessGroup::barrier() {
+  if (!active()) return;
+#ifdef YOLO11_HAS_C10D
+  c10d::BarrierOptions bo;
+  bo.timeout = impl_->timeout;
+  impl_->wait(impl_->pg->barrier(bo));
+#endif
+}
+
+uint64_t weights_hash(torch::nn::Module& module) {
+  torch::NoGradGuard ng;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
+  auto mix = [&](const at::Tensor& t) {
+    const at::Tensor c = t.detach().to(torch::kCPU).contiguous();
+    const auto* p = static_cast<const unsigned char*>(c.data_ptr());
+    for (size_t k = 0, n = c.nbytes(); k < n; ++k) {
+      h ^= p[k];
+      h *= 1099511628211ull;
+    }
+  };
+  for (const auto& p : module.parameters()) mix(p);
+  for (const auto& b : module.buffers()) mix(b);
+  return h;
+}
+
+}  // namespace yolo11::dist

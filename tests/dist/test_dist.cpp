@@ -1,0 +1,273 @@
+// dist library: torchrun env parsing; two real processes (fork) on localhost with Gloo: broadcast_parameters,
+// all_reduce_mean, bucketed gradient all-reduce; world 1 is a no-op.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "dist_test_util.h"
+#include "yolo11/dist/dist.h"
+
+namespace dist = yolo11::dist;
+
+namespace {
+
+dist::Env parse(const std::map<std::string, std::string>& vars) {
+  return dist::parse_env([&](const char* n) -> const char* {
+    auto it = vars.find(n);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  });
+}
+
+/// Message of the std::runtime_error `f` throws ("" when it throws nothing).
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// A small net with conv (channels_last weights), BatchNorm buffers, a linear layer and one frozen parameter.
+struct NetImpl : torch::nn::Module {
+  torch::nn::Conv2d conv{nullptr};
+  torch::nn::BatchNorm2d bn{nullptr};
+  torch::nn::Linear fc{nullptr};
+  torch::Tensor frozen;
+  NetImpl() {
+    conv = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).bias(false)));
+    bn = register_module("bn", torch::nn::BatchNorm2d(8));
+    fc = register_module("fc", torch::nn::Linear(8, 5));
+    frozen = register_parameter("frozen", torch::ones({4}), /*requires_grad=*/false);
+    torch::NoGradGuard ng;
+    conv->weight.set_data(conv->weight.contiguous(torch::MemoryFormat::ChannelsLast));
+  }
+};
+TORCH_MODULE(Net);
+
+/// Runs `body(rank)` in two processes (this one is rank 0, a fork is rank 1) joined by a Gloo group on a free
+/// port. `body` returns "" on success or what went wrong. Returns rank 0's and rank 1's verdicts.
+std::pair<std::string, std::string> two_ranks(const std::function<std::string(dist::ProcessGroup&)>& body) {
+  const int port = yolo11::test::free_port();
+  auto group = [&](int rank) {
+    dist::Env e;
+    e.rank = rank;
+    e.world = 2;
+    e.local_rank = rank;
+    e.master_addr = "127.0.0.1";
+    e.master_port = port;
+    dist::GroupOptions o;
+    o.backend = "gloo";
+    o.timeout = std::chrono::seconds(60);
+    o.bucket_bytes = 64;  // several buckets even for this small net
+    return dist::ProcessGroup(e, o);
+  };
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // rank 1: report through the exit code, never return into gtest
+    int rc = 3;
+    try {
+      torch::set_num_threads(1);
+      auto pg = group(1);
+      const std::string err = body(pg);
+      if (!err.empty()) std::fprintf(stderr, "rank 1: %s\n", err.c_str());
+      rc = err.empty() ? 0 : 1;
+    } catch (const std::exception& ex) {
+      std::fprintf(stderr, "rank 1 threw: %s\n", ex.what());
+      rc = 2;
+    }
+    std::fflush(stderr);
+    ::_exit(rc);
+  }
+  std::string r0;
+  try {
+    torch::set_num_threads(1);
+    auto pg = group(0);
+    r0 = body(pg);
+  } catch (const std::exception& ex) {
+    r0 = std::string("rank 0 threw: ") + ex.what();
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::string r1;
+  if (!WIFEXITED(status)) r1 = "rank 1 died (signal)";
+  else if (WEXITSTATUS(status) != 0) r1 = "rank 1 exit code " + std::to_string(WEXITSTATUS(status)) + " (see stderr)";
+  return {r0, r1};
+}
+
+std::string expect_close(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
+  if (got.sizes() != want.sizes()) return what + ": shape differs";
+  if (!torch::allclose(got.to(torch::kDouble), want.to(torch::kDouble), 1e-6, 1e-6)) {
+    std::ostringstream os;
+    os << what << ": got " << got.reshape({-1}).slice(0, 0, 6) << " want " << want.reshape({-1}).slice(0, 0, 6);
+    return os.str();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(DistEnv, UnsetMeansWorldOne) {
+  const auto e = parse({});
+  EXPECT_EQ(e.world, 1);
+  EXPECT_EQ(e.rank, 0);
+  EXPECT_EQ(e.local_rank, 0);
+  EXPECT_FALSE(e.distributed());
+  EXPECT_EQ(e.master_port, 29500);
+}
+
+TEST(DistEnv, ReadsTorchrunVariables) {
+  const auto e = parse({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "10.0.0.7"},
+                        {"MASTER_PORT", "23456"}});
+  EXPECT_EQ(e.rank, 3);
+  EXPECT_EQ(e.world, 4);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.master_addr, "10.0.0.7");
+  EXPECT_EQ(e.master_port, 23456);
+  EXPECT_TRUE(e.distributed());
+  EXPECT_FALSE(e.is_main());
+  // LOCAL_RANK defaults to RANK (one machine).
+  EXPECT_EQ(parse({{"RANK", "1"}, {"WORLD_SIZE", "2"}}).local_rank, 1);
+  // WORLD_SIZE=1 with RANK=0 is a plain single-process run.
+  EXPECT_FALSE(parse({{"RANK", "0"}, {"WORLD_SIZE", "1"}}).distributed());
+}
+
+TEST(DistEnv, InconsistentValuesAreClearErrors) {
+  EXPECT_NE(error_of([] { parse({{"RANK", "2"}, {"WORLD_SIZE", "2"}}); }).find("RANK=2 is not in [0, WORLD_SIZE=2)"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse({{"WORLD_SIZE", "2"}}); }).find("RANK is unset"), std::string::npos);
+  EXPECT_NE(error_of([] { parse({{"RANK", "1"}}); }).find("WORLD_SIZE is unset"), std::string::npos);
+  EXPECT_NE(error_of([] { parse({{"RANK", "0"}, {"WORLD_SIZE", "0"}}); }).find("WORLD_SIZE=0 must be >= 1"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse({{"RANK", "x"}, {"WORLD_SIZE", "2"}}); }).find("RANK='x' is not an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "-1"}}); }).find("LOCAL_RANK=-1"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}); })
+                .find("MASTER_PORT=70000 is not a port"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse({{"RANK", "0"}, {"WORLD_SIZE", "2 "}}); }).find("not an integer"), std::string::npos);
+}
+
+TEST(DistEnv, FromEnvReadsTheProcessEnvironment) {
+  yolo11::test::ScopedEnv w("WORLD_SIZE", "2"), r("RANK", "1"), p("MASTER_PORT", "1234");
+  const auto e = dist::from_env();
+  EXPECT_EQ(e.world, 2);
+  EXPECT_EQ(e.rank, 1);
+  EXPECT_EQ(e.master_port, 1234);
+}
+
+TEST(DistGroup, WorldOneIsANoOp) {
+  dist::ProcessGroup pg{dist::Env{}};
+  EXPECT_FALSE(pg.active());
+  Net net;
+  const auto before = dist::weights_hash(*net);
+  pg.broadcast_parameters(*net);
+  EXPECT_EQ(dist::weights_hash(*net), before);
+  auto t = torch::tensor({1.0, 2.0});
+  EXPECT_TRUE(pg.all_reduce_mean(t).is_same(t));  // no copy
+  net->fc->weight.mutable_grad() = torch::ones_like(net->fc->weight);
+  EXPECT_EQ(pg.all_reduce_gradients(net->parameters()), 0);
+  EXPECT_TRUE(torch::equal(net->fc->weight.grad(), torch::ones_like(net->fc->weight)));
+  EXPECT_FALSE(net->conv->weight.grad().defined());  // nothing was touched
+  pg.barrier();
+}
+
+TEST(DistGroup, GlooUnavailableIsAClearError) {
+  if (dist::gloo_available()) GTEST_SKIP() << "this build has Gloo";
+  dist::Env e;
+  e.world = 2;
+  EXPECT_NE(error_of([&] { dist::ProcessGroup pg(e); }).find("Gloo"), std::string::npos);
+}
+
+TEST(DistGroup, TwoRanksAllReduceMeanAndBroadcast) {
+  if (!dist::gloo_available()) GTEST_SKIP() << "built without Gloo";
+  const auto [r0, r1] = two_ranks([](dist::ProcessGroup& pg) -> std::string {
+    const double r = pg.rank();
+    // all_reduce_mean: {r, 2r, 10} → {0.5, 1, 10}; an integer tensor comes back as double.
+    auto m = pg.all_reduce_mean(torch::tensor({r, 2 * r, 10.0}));
+    if (auto e = expect_close(m, torch::tensor({0.5, 1.0, 10.0}), "all_reduce_mean"); !e.empty()) return e;
+    auto mi = pg.all_reduce_mean(torch::tensor({static_cast<int64_t>(pg.rank()) * 3}));
+    if (auto e = expect_close(mi, torch::tensor({1.5}), "all_reduce_mean(int)"); !e.empty()) return e;
+    auto mx = torch::tensor({static_cast<int64_t>(pg.rank()) + 7});
+    pg.all_reduce_max_(mx);
+    if (mx.item<int64_t>() != 8) return "all_reduce_max_: " + std::to_string(mx.item<int64_t>());
+    // broadcast_parameters: rank-dependent params AND buffers become rank 0's.
+    torch::manual_seed(100 + pg.rank());
+    Net net;
+    {
+      torch::NoGradGuard ng;
+      net->bn->running_mean.fill_(r + 1);
+      net->bn->num_batches_tracked.fill_(pg.rank() + 5);
+    }
+    torch::manual_seed(100);
+    Net ref;  // what rank 0 built
+    pg.broadcast_parameters(*net, 0);
+    const auto p = net->named_parameters(), q = ref->named_parameters();
+    for (const auto& kv : p)
+      if (auto e = expect_close(kv.value(), q[kv.key()], "broadcast " + kv.key()); !e.empty()) return e;
+    if (auto e = expect_close(net->bn->running_mean, torch::ones({8}), "broadcast running_mean"); !e.empty()) return e;
+    if (net->bn->num_batches_tracked.item<int64_t>() != 5) return "broadcast num_batches_tracked";
+    if (!net->conv->weight.is_contiguous(torch::MemoryFormat::ChannelsLast)) return "conv weight lost channels_last";
+    pg.barrier();
+    return "";
+  });
+  EXPECT_EQ(r0, "");
+  EXPECT_EQ(r1, "");
+}
+
+TEST(DistGroup, TwoRanksBucketedGradientsEqualTheMeanOfPerRankGradients) {
+  if (!dist::gloo_available()) GTEST_SKIP() << "built without Gloo";
+  const auto [r0, r1] = two_ranks([](dist::ProcessGroup& pg) -> std::string {
+    torch::manual_seed(7);
+    Net net;
+    // Per-rank gradients: a real backward on rank-specific data, except fc.bias, which gets no gradient on either
+    // rank (a trainable parameter without grad is reduced as zeros).
+    auto grads_of = [&](int rank) {
+      Net n;
+      torch::NoGradGuard ng;
+      auto src = n->named_parameters(), dst = net->named_parameters();
+      for (auto& kv : dst) src[kv.key()].copy_(kv.value());
+      for (auto& kv : n->named_buffers()) kv.value().copy_(net->named_buffers()[kv.key()]);
+      torch::manual_seed(1000 + rank);
+      auto x = torch::randn({2, 3, 6, 6}).contiguous(torch::MemoryFormat::ChannelsLast);
+      torch::AutoGradMode ag(true);
+      auto y = n->fc(torch::relu(n->bn(n->conv(x))).mean({2, 3}));
+      (y * torch::arange(5).to(torch::kFloat)).sum().backward();
+      std::map<std::string, torch::Tensor> g;
+      for (auto& kv : n->named_parameters())
+        if (kv.value().grad().defined()) g[kv.key()] = kv.value().grad().clone();
+      g.erase("fc.bias");
+      return g;
+    };
+    const auto mine = grads_of(pg.rank());
+    const auto g0 = grads_of(0), g1 = grads_of(1);
+    for (auto& kv : net->named_parameters())
+      if (mine.count(kv.key())) kv.value().mutable_grad() = mine.at(kv.key()).clone();
+    const int64_t buckets = pg.all_reduce_gradients(net->parameters(), /*average=*/true);
+    if (buckets < 3) return "expected several 64-byte buckets, got " + std::to_string(buckets);
+    for (auto& kv : net->named_parameters()) {
+      if (kv.key() == "frozen") {
+        if (kv.value().grad().defined()) return "frozen parameter got a gradient";
+        continue;
+      }
+      const auto want = kv.key() == "fc.bias" ? torch::zeros_like(kv.value())
+                                               : (g0.at(kv.key()) + g1.at(kv.key())) / 2.0;
+      if (auto e = expect_close(kv.value().grad(), want, "mean grad " + kv.key()); !e.empty()) return e;
+    }
+    // average=false sums.
+    net->fc->weight.mutable_grad().fill_(pg.rank() + 1.0);
+    pg.all_reduce_gradients({net->fc->weight}, /*average=*/false);
+    if (auto e = expect_close(net->fc->weight.grad(), torch::full_like(net->fc->weight, 3.0), "sum grad"); !e.empty())
+      return e;
+    return "";
+  });
+  EXPECT_EQ(r0, "");
+  EXPECT_EQ(r1, "");
+}
