@@ -42,11 +42,18 @@ data::DatasetOptions dataset_options(const config::TrainConfig& cfg, bool train,
 }  // namespace
 
 std::shared_ptr<data::Loader> make_train_loader(const data::DatasetInfo& info, const config::TrainConfig& cfg,
-                                                bool pin_memory) {
-  auto ds = std::make_shared<data::Dataset>(info.train, info, dataset_options(cfg, true, cfg.batch));
+                                                bool pin_memory, int rank, int world) {
+  if (world > 1 && (cfg.batch < world || cfg.batch % world != 0))
+    throw std::runtime_error("batch=" + std::to_string(cfg.batch) + " is the global batch and must be a multiple of "
+                             "WORLD_SIZE=" + std::to_string(world) + " (each rank trains on batch / WORLD_SIZE); pass "
+                             "batch=" + std::to_string(std::max<int64_t>(1, cfg.batch / world) * world));
+  const int64_t batch = world > 1 ? cfg.batch / world : cfg.batch;
+  auto ds = std::make_shared<data::Dataset>(info.train, info, dataset_options(cfg, true, batch));
   spdlog::info("train: {}", ds->summary());
   data::LoaderOptions lo;
-  lo.batch = cfg.batch;
+  lo.batch = batch;
+  lo.rank = rank;
+  lo.world = world;
   lo.workers = static_cast<int>(cfg.workers);
   lo.shuffle = true;
   lo.seed = static_cast<uint64_t>(cfg.seed);

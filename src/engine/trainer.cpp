@@ -2,6 +2,9 @@
 //   dataloader → h2d → forward (autocast) → loss → backward (scaled loss) →
 //   [optimizer (unscale, clip, step unless inf/NaN, scaler update, zero_grad) → ema]
 // each stage timed and NVTX-ranged by instrument::Profiler; validation, checkpoint and log per epoch.
+// DDP (WORLD_SIZE > 1, docs/dist.md): every rank runs this same loop on its shard with batch / world; rank 0's
+// initial weights are broadcast; at each optimizer step the accumulated gradients are summed over ranks
+// ("allreduce" stage) before unscale/clip/step; rank 0 alone writes the run dir and validates.
 // Reference: Ultralytics BaseTrainer._do_train / DetectionTrainer (8.4.50).
 #include "yolo11/engine/trainer.h"
 
@@ -25,6 +28,7 @@
 #include "yolo11/data/dataset_info.h"
 #include "yolo11/data/loader.h"
 #include "yolo11/data/plots.h"
+#include "yolo11/dist/dist.h"
 #include "yolo11/engine/amp.h"
 #include "yolo11/engine/checkpoint.h"
 #include "yolo11/engine/data_setup.h"
@@ -62,6 +66,19 @@ void setup_logging(const std::string& run_dir, bool append) {
   file_only->set_pattern("%v");
   file_only->flush_on(spdlog::level::info);
   spdlog::register_logger(file_only);
+}
+
+/// DDP ranks other than 0: console only, warnings and errors, prefixed with the rank (Ultralytics silences them
+/// too); rank 0's train.log is the run's log.
+void setup_rank_logging(int rank) {
+  auto console = std::make_shared<spdlog::sinks::stdout_color_sink_mt>();
+  auto logger = std::make_shared<spdlog::logger>("yolo11", console);
+  logger->set_pattern(fmt::format("[rank {}] %v", rank));
+  logger->set_level(spdlog::level::warn);
+  spdlog::set_default_logger(logger);
+  spdlog::drop("yolo11_file");
+  auto none = std::make_shared<spdlog::logger>("yolo11_file");  // no sinks: the file twin of rank 0 only
+  spdlog::register_logger(none);
 }
 
 /// Ultralytics-style progress line: "  1/100  0G  3.123  5.123  4.123  45  640: 38% 3/8 1.2it/s 2.1s<4.3s".
@@ -236,29 +253,49 @@ TrainSummary Trainer::train() {
   const auto t_run = Clock::now();
   auto& cfg = cfg_;
 
-  // ---- run dir, logging, threads, seed, device -------------------------------------------------------------
+  // ---- DDP env, run dir, logging, threads, seed, device ------------------------------------------------------
+  const dist::Env denv = dist::from_env();  // world 1 unless launched torchrun-style (docs/dist.md)
+  const bool main_rank = denv.is_main();    // rank 0 writes the run dir, logs, checkpoints and validates
+  if (denv.distributed() && (cfg.batch < denv.world || cfg.batch % denv.world != 0))  // before any rank writes
+    throw std::runtime_error(fmt::format("batch={} is the global batch and must be a multiple of WORLD_SIZE={} (each "
+                                         "rank trains on batch / WORLD_SIZE); pass batch={}", cfg.batch, denv.world,
+                                         std::max<int64_t>(1, cfg.batch / denv.world) * denv.world));
   const bool resuming = cfg.resume != "false";
-  const std::string run_dir =
-      resuming ? cfg.resume : config::make_run_dir(cfg.project, cfg.name, cfg.exist_ok);  // resume: the run's dir
-  fs::create_directories(run_dir + "/weights");
-  setup_logging(run_dir, resuming);
-  cfg.save_args(run_dir);
+  std::string run_dir;  // empty on ranks > 0: they write nothing
+  if (main_rank) {
+    run_dir = resuming ? cfg.resume : config::make_run_dir(cfg.project, cfg.name, cfg.exist_ok);  // resume: the run's dir
+    fs::create_directories(run_dir + "/weights");
+    setup_logging(run_dir, resuming);
+    cfg.save_args(run_dir);
+  } else {
+    setup_rank_logging(denv.rank);
+  }
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = cfg.threads > 0 ? static_cast<int>(cfg.threads) : cores;
   torch::set_num_threads(threads);
   torch::manual_seed(cfg.seed);
-  const torch::Device device = select_device(cfg.device);
+  torch::Device device = select_device(cfg.device);
+  if (denv.distributed() && device.is_cuda())  // one GPU per process, as torchrun's LOCAL_RANK
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(denv.local_rank));
   const bool cuda = device.is_cuda();
+  dist::GroupOptions gopt;
+  gopt.cuda = cuda;
+  dist::ProcessGroup pg(denv, gopt);  // world 1: inactive, every collective below is a no-op
   spdlog::info("yolo11-cpp {} | LibTorch {} | device {} | intra-op threads {} of {} cores | workers {}",
                build::kVersion, build::kTorchVersion, device.str(), threads, cores, cfg.workers);
+  if (pg.active())
+    spdlog::info("DDP: rank 0 of {} ({} via {}:{}), global batch {} = {} per rank; rank 0 alone writes {}",
+                 pg.world(), pg.backend(), denv.master_addr, denv.master_port, cfg.batch, cfg.batch / pg.world(),
+                 run_dir);
 
   // ---- data -------------------------------------------------------------------------------------------------
   const auto info = data::load_dataset_yaml(cfg.data, cfg.datasets_dir);
   const int64_t nc = cfg.single_cls ? 1 : info.nc;
   const std::vector<std::string> names = cfg.single_cls ? std::vector<std::string>{"item"} : info.names;
-  auto train_loader = make_train_loader(info, cfg, /*pin_memory=*/cuda);
-  auto val_loader = make_val_loader(info, info.val, cfg, cfg.batch * 2, "val");
-  if (cfg.plots) data::plot_labels(train_loader->dataset(), run_dir + "/labels.jpg");
+  auto train_loader = make_train_loader(info, cfg, /*pin_memory=*/cuda, denv.rank, denv.world);
+  std::shared_ptr<data::Loader> val_loader;  // rank 0 validates alone (as Ultralytics)
+  if (main_rank) val_loader = make_val_loader(info, info.val, cfg, cfg.batch * 2, "val");
+  if (cfg.plots && main_rank) data::plot_labels(train_loader->dataset(), run_dir + "/labels.jpg");
 
   // ---- model, loss ------------------------------------------------------------------------------------------
   model::ModelOptions mo;
@@ -275,6 +312,7 @@ TrainSummary Trainer::train() {
   // channels_last (NHWC) activations: oneDNN/cuDNN's preferred layout; yolo11n b16 256px fwd+bwd on 2 CPU cores
   // 0.51 s vs 0.63 s NCHW (docs/benchmarks.md). Same numbers up to float rounding.
   model::to_channels_last(*net);
+  pg.broadcast_parameters(*net, 0);  // DDP: every rank starts from rank 0's parameters and buffers
   loss::LossGains gains{cfg.box, cfg.cls, cfg.dfl};
   loss::DetectionLoss criterion(nc, net->strides(), net->reg_max(), gains);
 
@@ -293,12 +331,12 @@ TrainSummary Trainer::train() {
   // ---- resume: weights, EMA, optimizer, RNG, results so far ------------------------------------------------
   int64_t start_epoch = 0;
   double best_fitness = -1;
-  ResultsCsv results(run_dir + "/results.csv");
+  ResultsCsv results(run_dir + "/results.csv");  // appended (written) by rank 0 only
   NamedTensors resumed_scaler;
   if (resuming) {
-    auto ck = load_checkpoint(run_dir + "/weights", "last");
+    auto ck = load_checkpoint(cfg.resume + "/weights", "last");  // every rank reads the run's checkpoint
     if (!ck)
-      throw std::runtime_error("resume: no usable checkpoint in " + run_dir +
+      throw std::runtime_error("resume: no usable checkpoint in " + cfg.resume +
                                "/weights (last.* and last.prev.* missing or damaged); start a new run instead");
     model::transfer_weights(*net, ck->model, ck->path);
     ema.load(ck->ema, ck->ema_updates);
@@ -308,8 +346,10 @@ TrainSummary Trainer::train() {
     resumed_scaler = ck->scaler;
     start_epoch = ck->epoch + 1;
     best_fitness = ck->best_fitness;
-    results = ResultsCsv::parse(ck->results_csv, run_dir + "/results.csv");
-    results.truncate(start_epoch);
+    if (main_rank) {
+      results = ResultsCsv::parse(ck->results_csv, run_dir + "/results.csv");
+      results.truncate(start_epoch);
+    }
     if (auto it = ck->extra.find("last_opt_step"); it != ck->extra.end()) sched.set_last_step(std::stoll(it->second));
     spdlog::info("Resuming training from {} (epoch {} done, best fitness {:.5f}, {} EMA updates) to {} epochs",
                  ck->path, start_epoch, best_fitness, ck->ema_updates, cfg.epochs);
@@ -352,7 +392,9 @@ TrainSummary Trainer::train() {
   po.log_lines = false;  // the loop logs take_window_line() itself, after its progress line
   instrument::Profiler prof(po);
 
-  Validator validator(val_loader, names,
+  std::optional<Validator> validator;
+  if (main_rank)
+    validator.emplace(val_loader, names,
                       ValidatorOptions{cfg.conf.value_or(0.001), cfg.iou, cfg.max_det, cfg.plots, run_dir, cfg.verbose});
   const bool tty = ::isatty(fileno(stdout)) != 0;
   int64_t patience_left = cfg.patience;
@@ -440,6 +482,20 @@ TrainSummary Trainer::train() {
       }
       if (sched.should_step(ni)) {
         bool stepped = false;
+        if (pg.active()) {
+          // DDP, once per optimizer step (after accumulation): skip together if any rank saw a non-finite loss,
+          // else SUM the accumulated gradients. Each rank's loss is its batch mean × its batch b (Ultralytics'
+          // loss.sum() × batch), so Σ_ranks b·∇mean_r = B·mean_r ∇mean_r: the update of one process on the
+          // global batch B = b·world (what Ultralytics gets from loss × world + DDP's mean).
+          auto s = prof.stage("allreduce");
+          auto bad = bad_since_step.to(torch::kFloat);
+          pg.all_reduce_max_(bad);
+          bad_since_step.copy_(bad > 0);
+          if (bad.item<float>() == 0) pg.all_reduce_gradients(net->parameters(), /*average=*/false);
+          // BatchNorm running statistics follow each rank's own batches: rank 0's win (DDP's broadcast_buffers,
+          // here once per optimizer step), so the EMA, which averages buffers too, stays identical on every rank.
+          pg.broadcast_buffers(*net, 0);
+        }
         {
           auto s = prof.stage("optimizer");
           if (bad_since_step.item<bool>()) {
@@ -504,7 +560,7 @@ TrainSummary Trainer::train() {
       // As Ultralytics' plot_idx: the first three steps of the run and of the close_mosaic phase, named by step.
       const int64_t close_ni = cfg.close_mosaic > 0 && cfg.epochs >= cfg.close_mosaic
                                    ? (cfg.epochs - cfg.close_mosaic) * nb : -10;
-      if (cfg.plots && (ni < 3 || (ni >= close_ni && ni < close_ni + 3)))
+      if (cfg.plots && main_rank && (ni < 3 || (ni >= close_ni && ni < close_ni + 3)))
         data::plot_images(*batch, names, fmt::format("{}/train_batch{}.jpg", run_dir, ni));
     }
     if (tty) std::fprintf(stdout, "\n");
@@ -512,13 +568,20 @@ TrainSummary Trainer::train() {
       if (tty) spdlog::get("yolo11_file")->info("{}", line);
       else spdlog::info("{}", line);
     }
+    // DDP: the epoch's train losses (results.csv) are the mean over ranks; the progress lines above are rank 0's.
+    // Buffers once more: batches after the epoch's last optimizer step updated each rank's BN statistics alone.
+    if (pg.active()) {
+      const auto mean = pg.all_reduce_mean(loss_sum / static_cast<double>(std::max<int64_t>(seen_steps, 1))).to(torch::kCPU);
+      for (int k = 0; k < 3; ++k) tloss[k] = mean[k].item<double>();
+      pg.broadcast_buffers(*net, 0);
+    }
     const double t_train = seconds_since(t_epoch);
 
     // ---- validation on the EMA weights ----------------------------------------------------------------------
     ValResult vr;
     double t_val = 0;
     const bool final_epoch = epoch + 1 == cfg.epochs;
-    if (cfg.val || final_epoch) {
+    if ((cfg.val || final_epoch) && main_rank) {
       auto s = prof.stage("val");
       const auto tv = Clock::now();
       // A fresh inference copy of the EMA weights: BN folded into the convs, channels_last.
@@ -527,7 +590,7 @@ TrainSummary Trainer::train() {
       val_net->fuse();
       model::to_channels_last(*val_net);
       val_net->to(device);
-      vr = validator.run(val_net, &criterion, device);
+      vr = validator->run(val_net, &criterion, device);
       t_val = seconds_since(tv);
     }
     const double fitness = vr.metrics.fitness;
@@ -551,8 +614,8 @@ TrainSummary Trainer::train() {
       row.lr_pg0 = lrs.at(0);
       row.lr_pg1 = lrs.at(1);
       row.lr_pg2 = lrs.at(2);
-      results.append(row);
-      if (cfg.plots) plot_results(run_dir + "/results.csv", run_dir + "/results.png");
+      if (main_rank) results.append(row);
+      if (cfg.plots && main_rank) plot_results(run_dir + "/results.csv", run_dir + "/results.png");
       spdlog::info("epoch {}/{}: train {:.1f}s, val {:.1f}s, mAP50 {:.4f}, mAP50-95 {:.4f}{}", epoch + 1, cfg.epochs,
                    t_train, t_val, vr.metrics.map50, vr.metrics.map50_95,
                    scaler.enabled() ? fmt::format(", AMP: {} steps skipped for inf/NaN gradients, loss scale {}",
@@ -563,7 +626,7 @@ TrainSummary Trainer::train() {
       auto s = prof.stage("checkpoint");
       const bool is_best = fitness > best_fitness;
       if (is_best) best_fitness = fitness;
-      if (cfg.save) {
+      if (cfg.save && main_rank) {
         Checkpoint ck;
         ck.epoch = epoch;
         ck.best_fitness = best_fitness;
@@ -586,15 +649,37 @@ TrainSummary Trainer::train() {
     summary.epochs_done = epoch + 1;
     summary.final_map50 = vr.metrics.map50;
     summary.final_map50_95 = vr.metrics.map50_95;
+    bool stop = false;
     if (cfg.patience > 0 && patience_left <= 0) {
       spdlog::info("Stopping training early: no improvement in the last {} epochs (patience={})", cfg.patience,
                    cfg.patience);
-      break;
+      stop = true;
     }
-    if (cfg.time && seconds_since(t_run) > *cfg.time * 3600.0) {
+    if (!stop && cfg.time && seconds_since(t_run) > *cfg.time * 3600.0) {
       spdlog::info("Stopping training: time limit of {} h reached", *cfg.time);
-      break;
+      stop = true;
     }
+    if (pg.active()) {  // DDP: ranks > 0 wait here while rank 0 validates and saves; rank 0's stop decision rules
+      auto flag = torch::full({1}, stop ? 1.0f : 0.0f, torch::TensorOptions().device(device));
+      pg.broadcast({flag}, 0);
+      stop = flag.item<float>() > 0;
+    }
+    if (stop) break;
+  }
+  if (pg.active()) {  // DDP: prove the replicas stayed in lockstep (bitwise-equal weights on every rank)
+    const uint64_t h = dist::weights_hash(*net);
+    const int64_t hi = static_cast<int64_t>(h >> 32), lo = static_cast<int64_t>(h & 0xffffffffull);
+    auto t = torch::tensor({hi, lo, -hi, -lo}, torch::TensorOptions().dtype(torch::kLong).device(device));
+    pg.all_reduce_max_(t);
+    const auto v = t.to(torch::kCPU);
+    summary.weights_identical = v[0].item<int64_t>() == -v[2].item<int64_t>() &&
+                                v[1].item<int64_t>() == -v[3].item<int64_t>();
+    summary.weights_hash = fmt::format("{:016x}", h);
+    if (summary.weights_identical)
+      spdlog::info("DDP: final weights identical on all {} ranks (hash {})", pg.world(), summary.weights_hash);
+    else
+      spdlog::error("DDP: final weights differ between ranks (this rank {} hash {}): the replicas went out of sync",
+                    pg.rank(), summary.weights_hash);
   }
   prof.finish();
   summary.best_fitness = best_fitness;

@@ -18,6 +18,8 @@ struct TrainSummary {
   std::string precision = "float32";  ///< training precision chosen by the AMP policy: float32, bfloat16, float16
   int64_t amp_skipped_steps = 0;       ///< optimizer steps the GradScaler skipped (inf/NaN gradients)
   int64_t nonfinite_skipped_steps = 0; ///< optimizer steps skipped because a loss since the last step was NaN/Inf
+  bool weights_identical = true;       ///< DDP: final weights bitwise equal on every rank (checked by all_reduce)
+  std::string weights_hash;            ///< DDP: this rank's dist::weights_hash of the final weights (hex); "" at world 1
 };
 
 /// Test and instrumentation hooks (all optional).
