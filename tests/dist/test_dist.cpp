@@ -271,3 +271,33 @@ TEST(DistGroup, TwoRanksBucketedGradientsEqualTheMeanOfPerRankGradients) {
   EXPECT_EQ(r0, "");
   EXPECT_EQ(r1, "");
 }
+
+// The trainer's convention (docs/dist.md "Batch convention"): each rank's loss is its batch mean × its batch size b
+// and the gradients are SUMMED over ranks; that equals one process's gradient of mean × B on the global batch.
+TEST(DistGroup, TwoRanksSummedGradientsEqualOneProcessOnTheGlobalBatch) {
+  if (!dist::gloo_available()) GTEST_SKIP() << "built without Gloo";
+  const auto [r0, r1] = two_ranks([](dist::ProcessGroup& pg) -> std::string {
+    torch::manual_seed(3);
+    torch::nn::Sequential net(torch::nn::Linear(6, 16), torch::nn::SiLU(), torch::nn::Linear(16, 4));
+    torch::manual_seed(11);
+    const auto x = torch::randn({8, 6}), y = torch::randn({8, 4});  // the global batch B = 8, same on both ranks
+    auto loss_of = [&](const torch::Tensor& xb, const torch::Tensor& yb) {
+      return torch::mse_loss(net->forward(xb), yb) * static_cast<double>(xb.size(0));  // mean × batch
+    };
+    loss_of(x, y).backward();  // one process on the global batch
+    std::vector<torch::Tensor> want;
+    for (auto& p : net->parameters()) {
+      want.push_back(p.grad().clone());
+      p.mutable_grad().zero_();
+    }
+    const int64_t b = 8 / pg.world(), r = pg.rank();
+    loss_of(x.slice(0, r * b, (r + 1) * b), y.slice(0, r * b, (r + 1) * b)).backward();  // this rank's shard
+    pg.all_reduce_gradients(net->parameters(), /*average=*/false);
+    const auto ps = net->parameters();
+    for (size_t k = 0; k < ps.size(); ++k)
+      if (auto e = expect_close(ps[k].grad(), want[k], "grad " + std::to_string(k)); !e.empty()) return e;
+    return "";
+  });
+  EXPECT_EQ(r0, "");
+  EXPECT_EQ(r1, "");
+}
