@@ -581,6 +581,23 @@ void Profiler::finish() {
         {"run", m.to_json(run, &d)},
         {"epochs", m.epochs_json},
         {"diagnosis", d.to_string()}};
+    // A resumed run: keep the epochs an earlier process of this run recorded (before this process's first epoch),
+    // so summary.json covers the whole run like breakdown.csv and train.log. "run" stays this process's summary.
+    const std::string old_path = o.run_dir + "/summary.json";
+    if (!m.epochs_json.empty() && std::filesystem::exists(old_path)) {
+      const auto old = nlohmann::json::parse(io::read_file(old_path), nullptr, /*allow_exceptions=*/false);
+      const int64_t first = m.epochs_json.front().value("epoch", int64_t{0});
+      if (!old.is_discarded() && old.contains("epochs") && old["epochs"].is_array()) {
+        nlohmann::json merged = nlohmann::json::array();
+        for (const auto& e : old["epochs"])
+          if (e.is_object() && e.value("epoch", first) < first) merged.push_back(e);
+        if (!merged.empty()) {
+          for (const auto& e : m.epochs_json) merged.push_back(e);
+          j["epochs"] = std::move(merged);
+          j["resumed_at_epoch"] = first;
+        }
+      }
+    }
     if (o.cuda) {
       const int64_t peak = compat::peak_memory_allocated(o.cuda_device);
       j["peak_alloc_mb"] = peak >= 0 ? nlohmann::json(static_cast<double>(peak) / (1024.0 * 1024.0)) : nullptr;

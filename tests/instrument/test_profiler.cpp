@@ -187,6 +187,29 @@ TEST(Profiler, EpochTableCsvAndSummaryJson) {
   EXPECT_TRUE(has_dl);
 }
 
+TEST(Profiler, ResumedRunKeepsTheEarlierEpochsInSummaryJson) {
+  const std::string dir = test::scratch_dir("instrument_profiler_resume");
+  auto run_epochs = [&](int64_t from, int64_t to) {
+    Profiler p(quiet(dir));
+    for (int64_t e = from; e < to; ++e) {
+      p.begin_epoch(e);
+      for (int64_t i = 0; i < 2; ++i) step(p, e * 2 + i, 100us);
+      p.end_epoch();
+    }
+    p.finish();
+  };
+  run_epochs(0, 2);  // the first process, killed after epoch 1 (0-based) in real life
+  run_epochs(2, 3);  // the resumed process
+  const auto j = nlohmann::json::parse(io::read_file(dir + "/summary.json"));
+  ASSERT_EQ(j["epochs"].size(), 3u) << j["epochs"].dump();
+  for (int64_t e = 0; e < 3; ++e) EXPECT_EQ(j["epochs"][e]["epoch"], e);
+  EXPECT_EQ(j["resumed_at_epoch"], 2);
+  EXPECT_EQ(j["run"]["steps"], 2);  // "run" is the resumed process's own summary
+  // A fresh run over the same epochs replaces them instead of duplicating.
+  run_epochs(0, 1);
+  EXPECT_EQ(nlohmann::json::parse(io::read_file(dir + "/summary.json"))["epochs"].size(), 1u);
+}
+
 TEST(Profiler, LevelOffCostsNothingAndWritesNothing) {
   const std::string dir = test::scratch_dir("instrument_profiler_off");
   {
