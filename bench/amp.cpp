@@ -14,36 +14,13 @@
 #include "yolo11/engine/amp.h"
 #include "yolo11/loss/detection_loss.h"
 #include "yolo11/model/yolo.h"
+#include "model_bench_args.h"
 
 using namespace yolo11;
 
 namespace {
 
-struct Args {
-  std::string scale = "n";
-  int64_t batch = 8, imgsz = 320, iters = 5, warmup = 2, threads = 0;
-  bool cuda = false;
-};
-
-Args parse(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::runtime_error("missing value after " + k);
-      return argv[++i];
-    };
-    if (k == "--scale") a.scale = next();
-    else if (k == "--batch") a.batch = std::stoll(next());
-    else if (k == "--imgsz") a.imgsz = std::stoll(next());
-    else if (k == "--iters") a.iters = std::stoll(next());
-    else if (k == "--warmup") a.warmup = std::stoll(next());
-    else if (k == "--threads") a.threads = std::stoll(next());
-    else if (k == "--cuda") a.cuda = true;
-    else throw std::runtime_error("unknown option " + k + " (see the comment at the top of bench/amp.cpp)");
-  }
-  return a;
-}
+using Args = bench::ModelBenchArgs;
 
 /// One model + optimizer + scaler trained in one precision.
 struct Runner {
@@ -91,7 +68,7 @@ struct Runner {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const Args a = parse(argc, argv);
+  const Args a = bench::parse_model_bench_args(argc, argv, "yolo11-bench-amp: one training step, float32 vs autocast", Args{"n", 8, 320, 5, 2, 0, false});
   if (a.threads > 0) torch::set_num_threads(static_cast<int>(a.threads));
   const torch::Device dev = a.cuda && torch::cuda::is_available() ? torch::Device(torch::kCUDA) : torch::kCPU;
   const bool cuda = dev.is_cuda();

@@ -12,36 +12,13 @@
 #include <vector>
 
 #include "yolo11/model/yolo.h"
+#include "model_bench_args.h"
 
 using namespace yolo11;
 
 namespace {
 
-struct Args {
-  std::string scale = "n";
-  int64_t batch = 8, imgsz = 640, iters = 3, warmup = 1, threads = 0;
-  bool cuda = false;
-};
-
-Args parse(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::runtime_error("missing value after " + k);
-      return argv[++i];
-    };
-    if (k == "--scale") a.scale = next();
-    else if (k == "--batch") a.batch = std::stoll(next());
-    else if (k == "--imgsz") a.imgsz = std::stoll(next());
-    else if (k == "--iters") a.iters = std::stoll(next());
-    else if (k == "--warmup") a.warmup = std::stoll(next());
-    else if (k == "--threads") a.threads = std::stoll(next());
-    else if (k == "--cuda") a.cuda = true;
-    else throw std::runtime_error("unknown option " + k + " (see the comment at the top of bench/model.cpp)");
-  }
-  return a;
-}
+using Args = bench::ModelBenchArgs;
 
 void sync(const torch::Device& d) {
   if (d.is_cuda()) torch::cuda::synchronize();
@@ -76,7 +53,7 @@ void report(const char* name, const Args& a, const Stat& s) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const Args a = parse(argc, argv);
+  const Args a = bench::parse_model_bench_args(argc, argv, "yolo11-bench-model: forward/backward, layouts, fusion", Args{"n", 8, 640, 3, 1, 0, false});
   if (a.threads > 0) torch::set_num_threads(static_cast<int>(a.threads));
   const torch::Device dev = a.cuda && torch::cuda::is_available() ? torch::Device(torch::kCUDA) : torch::kCPU;
   std::printf("yolo11%s batch %lld imgsz %lld on %s, %d intra-op threads, %lld timed iters after %lld warmup\n",

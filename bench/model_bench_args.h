@@ -1,0 +1,36 @@
+#pragma once
+// Command line shared by the benchmarks that time a YOLO11 model step (yolo11-bench-model, yolo11-bench-amp):
+//   [--scale n] [--batch B] [--imgsz S] [--iters N] [--warmup N] [--threads N (0 = all cores)] [--cuda]
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace yolo11::bench {
+
+struct ModelBenchArgs {
+  std::string scale = "n";
+  int64_t batch = 8, imgsz = 640, iters = 3, warmup = 1, threads = 0;
+  bool cuda = false;
+};
+
+/// Parses argv over `defaults`; prints help and exits on --help or a bad option (CLI11's behaviour).
+inline ModelBenchArgs parse_model_bench_args(int argc, char** argv, const std::string& what, ModelBenchArgs defaults) {
+  ModelBenchArgs a = defaults;
+  CLI::App app{what};
+  app.add_option("--scale", a.scale, "model scale n/s/m/l/x")->capture_default_str();
+  app.add_option("--batch", a.batch, "images per step")->capture_default_str();
+  app.add_option("--imgsz", a.imgsz, "square input size in pixels")->capture_default_str();
+  app.add_option("--iters", a.iters, "timed iterations")->capture_default_str();
+  app.add_option("--warmup", a.warmup, "untimed iterations first")->capture_default_str();
+  app.add_option("--threads", a.threads, "intra-op threads (0 = all cores)")->capture_default_str();
+  app.add_flag("--cuda", a.cuda, "run on the first CUDA device");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e));
+  }
+  return a;
+}
+
+}  // namespace yolo11::bench
