@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "golden.h"
 #include "yolo11_test_config.h"
 
 namespace yolo11::test {
@@ -55,6 +56,25 @@ size_t count_rows(const std::filesystem::path& csv) {
   while (std::getline(in, line))
     if (!line.empty()) ++n;
   return n > 0 ? n - 1 : 0;
+}
+
+std::vector<std::string> coco8_train_args(const std::string& project, const std::string& name, int epochs, int batch) {
+  const std::string src = YOLO11_TEST_SOURCE_DIR;
+  const std::string datasets = std::filesystem::path(dataset_dir("coco8")).parent_path().string();
+  return {"model=" + src + "/configs/models/yolo11.yaml",
+          "data=" + src + "/configs/datasets/coco8.yaml",
+          "datasets_dir=" + datasets,
+          "epochs=" + std::to_string(epochs),
+          "imgsz=64",
+          "batch=" + std::to_string(batch),
+          "workers=1",
+          "threads=1",
+          "seed=0",
+          "plots=false",
+          "instrument=off",
+          "close_mosaic=0",
+          "project=" + project,
+          "name=" + name};
 }
 
 }  // namespace yolo11::test

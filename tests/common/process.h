@@ -20,5 +20,8 @@ int run(const std::string& binary, const std::vector<std::string>& args, const s
 std::string read_text(const std::string& path);
 /// Data rows of a CSV file (header excluded; 0 when missing).
 size_t count_rows(const std::filesystem::path& csv);
+/// yolo11-train overrides for a small, reproducible coco8 run: yolo11n at imgsz 64, `batch`, one loader worker, one
+/// intra-op thread, seed 0, no plots, instrument off, close_mosaic 0, into <project>/<name>.
+std::vector<std::string> coco8_train_args(const std::string& project, const std::string& name, int epochs, int batch = 4);
 
 }  // namespace yolo11::test

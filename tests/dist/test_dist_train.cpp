@@ -17,22 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::vector<std::string> args(const std::string& project, const std::string& name, int epochs, int batch) {
-  const std::string src = YOLO11_TEST_SOURCE_DIR;
-  const std::string datasets = fs::path(yolo11::test::dataset_dir("coco8")).parent_path().string();
-  return {"model=" + src + "/configs/models/yolo11.yaml",
-          "data=" + src + "/configs/datasets/coco8.yaml",
-          "datasets_dir=" + datasets,
-          "epochs=" + std::to_string(epochs),
-          "imgsz=64",
-          "batch=" + std::to_string(batch),
-          "workers=1",
-          "threads=1",
-          "seed=0",
-          "plots=false",
-          "instrument=off",
-          "close_mosaic=0",
-          "project=" + project,
-          "name=" + name};
+  return yolo11::test::coco8_train_args(project, name, epochs, batch);
 }
 
 /// Starts `world` yolo11-train processes with RANK/WORLD_SIZE/LOCAL_RANK/MASTER_* set; returns their exit codes.

@@ -33,23 +33,9 @@ std::string train_binary() { return yolo11::test::exe("yolo11-train"); }
 
 /// Common settings: coco8 at 64 px, one step per epoch, single-threaded so every run computes identically.
 std::vector<std::string> base_args(const std::string& project, const std::string& name, int epochs) {
-  const std::string src = YOLO11_TEST_SOURCE_DIR;
-  const std::string datasets = fs::path(yolo11::test::dataset_dir("coco8")).parent_path().string();
-  return {"model=" + src + "/configs/models/yolo11.yaml",
-          "data=" + src + "/configs/datasets/coco8.yaml",
-          "datasets_dir=" + datasets,
-          "epochs=" + std::to_string(epochs),
-          "imgsz=64",
-          "batch=4",
-          "workers=1",
-          "threads=1",
-          "seed=0",
-          "deterministic=true",
-          "plots=false",
-          "instrument=off",
-          "close_mosaic=0",
-          "project=" + project,
-          "name=" + name};
+  auto a = yolo11::test::coco8_train_args(project, name, epochs);
+  a.push_back("deterministic=true");
+  return a;
 }
 
 pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
