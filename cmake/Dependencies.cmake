@@ -1,5 +1,11 @@
 # Finds every dependency once and exposes them through one interface target, yolo11::deps.
 find_package(Torch REQUIRED)
+# LibTorch >= 2.13 requires C++20 (#error in ATen/ATen.h) but its imported target does not ask for it (issue 12).
+set(YOLO11_CXX_STANDARD ${CMAKE_CXX_STANDARD})
+if(Torch_VERSION VERSION_GREATER_EQUAL 2.13 AND CMAKE_CXX_STANDARD LESS 20)
+  set(CMAKE_CXX_STANDARD 20)
+  set(YOLO11_CXX_STANDARD "20 (LibTorch ${Torch_VERSION} requires it)")
+endif()
 find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
 find_package(yaml-cpp REQUIRED)
 find_package(spdlog REQUIRED)
@@ -46,9 +52,24 @@ if(YOLO11_GLOO_INCLUDE_DIR AND YOLO11_C10D_GLOO_HEADER)
   set(YOLO11_HAS_GLOO ON)
   target_compile_definitions(yolo11_deps INTERFACE YOLO11_HAS_GLOO=1)
 endif()
+# ProcessGroupNCCL.hpp includes <nccl.h>, which LibTorch does not ship: a pip torch keeps it in the NVIDIA NCCL
+# wheel next to it (site-packages/nvidia/nccl/include, or nvidia/cu<N>/include); a CUDA toolkit or NCCL_ROOT
+# install has it under include/. Not found → NCCL off, with a message (Gloo still serves DDP).
 if(YOLO11_HAS_CUDA AND YOLO11_C10D_NCCL_HEADER)
-  set(YOLO11_HAS_NCCL ON)
-  target_compile_definitions(yolo11_deps INTERFACE YOLO11_HAS_NCCL=1)
+  file(GLOB _nccl_wheel_dirs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/include")
+  find_path(YOLO11_NCCL_INCLUDE_DIR nccl.h
+            HINTS ${NCCL_ROOT} $ENV{NCCL_ROOT} $ENV{NCCL_HOME} "${TORCH_INSTALL_PREFIX}/../nvidia/nccl" ${_nccl_wheel_dirs}
+                  ${CUDAToolkit_INCLUDE_DIRS} $ENV{CUDA_HOME} $ENV{CUDA_PATH} /usr/local/cuda
+            PATH_SUFFIXES include)
+  if(YOLO11_NCCL_INCLUDE_DIR)
+    set(YOLO11_HAS_NCCL ON)
+    target_include_directories(yolo11_deps SYSTEM INTERFACE ${YOLO11_NCCL_INCLUDE_DIR})
+    target_compile_definitions(yolo11_deps INTERFACE YOLO11_HAS_NCCL=1)
+  else()
+    message(STATUS "NCCL: LibTorch has ProcessGroupNCCL but nccl.h was not found (looked in NCCL_ROOT, the pip "
+                   "wheel dir ${TORCH_INSTALL_PREFIX}/../nvidia/*/include, the CUDA toolkit): NCCL off, Gloo only. "
+                   "Set NCCL_ROOT to enable it.")
+  endif()
 endif()
 foreach(_f CUDA NVTX GLOO NCCL)
   if(YOLO11_HAS_${_f})
