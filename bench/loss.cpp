@@ -1,11 +1,15 @@
 // Benchmark: TaskAlignedAssigner + DetectionLoss cost for one training batch, as a fraction of the yolo11n
-// forward + backward of the same batch. Targets are the first `batch` coco128 label files (≈7 boxes/image).
+// forward + backward of the same batch, and the sparse (candidate pairs) vs dense (B×M×A) assigner, interleaved.
 //
 //   yolo11-bench-loss [--batch 16] [--imgsz 640] [--iters 5] [--model-iters 2] [--no-model] [--device cpu|cuda]
-//                     [--labels <dir of YOLO .txt labels>] [--yaml configs/models/yolo11.yaml]
+//                     [--targets mosaic|labels|dense1000] [--dataset <coco128 root>] [--labels <dir>]
+//                     [--yaml configs/models/yolo11.yaml]
 //
-// Prints median wall times (ms) of: loss forward (assigner + loss), loss forward + backward to the feature maps,
-// model forward + backward (with the loss), and the loss share of the step.
+// Targets: `mosaic` (default) = batch 0 of the real training chain on coco128 (mosaic + perspective, 200–300
+// instances per batch of 16); `labels` = the first `batch` label files as they are (≈7 boxes/image); `dense1000`
+// = image 0 holds 1,000 boxes (8–64 px, a crowd), the others are the mosaic batch's.
+// Prints median wall times (ms) of: the assigner sparse vs dense, loss forward (assigner + loss), loss forward +
+// backward to the feature maps (sparse and dense), model forward + backward (with the loss), and the loss share.
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 
@@ -19,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "yolo11/data/loader.h"
 #include "yolo11/loss/detection_loss.h"
 #include "yolo11/model/yolo.h"
 
@@ -58,6 +63,37 @@ Targets load_labels(const std::string& dir, int64_t batch) {
   return {torch::tensor(bi, torch::kLong), torch::tensor(cl, torch::kLong), torch::tensor(bx).view({n, 4})};
 }
 
+// Batch 0 (epoch 0, seed 0) of the training chain at imgsz on the dataset at `root` (its train2017 images).
+Targets mosaic_batch(const std::string& root, int64_t batch, int64_t imgsz) {
+  namespace d = yolo11::data;
+  d::DatasetInfo info;
+  info.root = root;
+  info.nc = 80;
+  d::DatasetOptions dopt;
+  dopt.imgsz = imgsz;
+  dopt.batch = batch;
+  auto ds = std::make_shared<d::Dataset>(std::vector<std::string>{root + "/images/train2017"}, info, dopt);
+  d::AugmentOptions aug;
+  aug.imgsz = imgsz;
+  d::Loader l(ds, aug, d::LoaderOptions{.batch = batch, .workers = 0, .seed = 0, .prefetch = 1});
+  l.start_epoch(0);
+  auto b = l.next();
+  if (!b) throw std::runtime_error("no batch from " + root);
+  return {b->batch_idx, b->cls, b->bboxes};
+}
+
+// Image 0's targets replaced by 1,000 boxes of 8–64 px spread over the image (seeded).
+Targets with_dense_image(const Targets& t) {
+  torch::manual_seed(1000);
+  const int64_t n = 1000;
+  auto wh = torch::rand({n, 2}) * (56.0 / 640) + 8.0 / 640;
+  auto xy = wh / 2 + torch::rand({n, 2}) * (1 - wh);
+  auto keep = t.batch_idx != 0;
+  return {torch::cat({torch::zeros({n}, torch::kLong), t.batch_idx.index({keep})}),
+          torch::cat({torch::randint(80, {n}, torch::kLong), t.cls.index({keep})}),
+          torch::cat({torch::cat({xy, wh}, 1), t.bboxes.index({keep})})};
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
@@ -83,6 +119,7 @@ int main(int argc, char** argv) {
   int iters = 5, model_iters = 2;
   bool with_model = true;
   std::string profile;  // --profile <trace.json>: legacy autograd profiler trace of one loss fwd+bwd
+  std::string targets = "mosaic", dataset = "../shared/datasets/coco128";
   std::string device = "cpu", labels = "../shared/datasets/coco128/labels/train2017",
               yaml = "configs/models/yolo11.yaml";
   for (int i = 1; i < argc; ++i) {
@@ -103,6 +140,10 @@ int main(int argc, char** argv) {
       with_model = false;
     else if (a == "--device")
       device = next();
+    else if (a == "--targets")
+      targets = next();
+    else if (a == "--dataset")
+      dataset = next();
     else if (a == "--labels")
       labels = next();
     else if (a == "--yaml")
@@ -116,9 +157,15 @@ int main(int argc, char** argv) {
   }
   const at::Device dev(device);
   torch::manual_seed(0);
-  const auto t = load_labels(labels, batch);
-  std::printf("batch %lld, imgsz %lld, %lld targets (%.1f / image), device %s, %d threads\n",
-              static_cast<long long>(batch), static_cast<long long>(imgsz), static_cast<long long>(t.cls.numel()),
+  if (targets != "mosaic" && targets != "labels" && targets != "dense1000") {
+    std::cerr << "--targets must be mosaic, labels or dense1000\n";
+    return 2;
+  }
+  auto t = targets == "labels" ? load_labels(labels, batch) : mosaic_batch(dataset, batch, imgsz);
+  if (targets == "dense1000") t = with_dense_image(t);
+  std::printf("targets %s, batch %lld, imgsz %lld, %lld targets (%.1f / image), device %s, %d threads\n",
+              targets.c_str(), static_cast<long long>(batch), static_cast<long long>(imgsz),
+              static_cast<long long>(t.cls.numel()),
               static_cast<double>(t.cls.numel()) / batch, device.c_str(), at::get_num_threads());
 
   DetectionLoss crit(80);
@@ -139,10 +186,38 @@ int main(int argc, char** argv) {
                       .transpose(1, 2)
                       .sigmoid()
                       .contiguous();
-    const auto ta = time_ms(iters, dev, [&] {
-      tal(scores, diag.pd_bboxes, anc * st, diag.targets.gt_labels, diag.targets.gt_bboxes, diag.targets.mask_gt);
-    });
-    std::printf("assigner alone                      : %9.2f ms\n", median(ta));
+    yolo11::loss::TaskAlignedAssigner tal_dense(10, 80);
+    tal.set_dense(false);
+    tal_dense.set_dense(true);
+    std::vector<double> ts, td;  // interleaved
+    for (int i = 0; i < iters; ++i) {
+      ts.push_back(time_ms(1, dev, [&] {
+        tal(scores, diag.pd_bboxes, anc * st, diag.targets.gt_labels, diag.targets.gt_bboxes, diag.targets.mask_gt);
+      })[0]);
+      td.push_back(time_ms(1, dev, [&] {
+        tal_dense(scores, diag.pd_bboxes, anc * st, diag.targets.gt_labels, diag.targets.gt_bboxes,
+                  diag.targets.mask_gt);
+      })[0]);
+    }
+    std::printf("assigner alone, sparse              : %9.2f ms\n", median(ts));
+    std::printf("assigner alone, dense (reference)   : %9.2f ms  (dense / sparse %.1fx)\n", median(td),
+                median(td) / median(ts));
+    DetectionLoss crit_dense(80);
+    crit_dense.set_dense(true);
+    std::vector<double> ls, ld;
+    for (int i = 0; i < iters; ++i) {
+      ls.push_back(time_ms(1, dev, [&] {
+        for (auto& f : feats) f.mutable_grad().reset();
+        crit(feats, t.batch_idx, t.cls, t.bboxes).total.backward();
+      })[0]);
+      ld.push_back(time_ms(1, dev, [&] {
+        for (auto& f : feats) f.mutable_grad().reset();
+        crit_dense(feats, t.batch_idx, t.cls, t.bboxes).total.backward();
+      })[0]);
+    }
+    std::printf("loss fwd+bwd, sparse                : %9.2f ms\n", median(ls));
+    std::printf("loss fwd+bwd, dense (reference)     : %9.2f ms  (dense / sparse %.1fx)\n", median(ld),
+                median(ld) / median(ls));
   }
   const auto fwd = time_ms(iters, dev, [&] {
     torch::NoGradGuard ng;

@@ -3,6 +3,8 @@
 #include <torch/torch.h>
 
 #include "golden.h"
+#include "yolo11/data/loader.h"
+#include "yolo11/loss/detection_loss.h"
 #include "yolo11/loss/tal.h"
 
 using namespace yolo11;
@@ -101,4 +103,57 @@ TEST(MakeAnchors, OrderAndStrides) {
       {{0.5f, 0.5f}, {1.5f, 0.5f}, {2.5f, 0.5f}, {0.5f, 1.5f}, {1.5f, 1.5f}, {2.5f, 1.5f}, {0.5f, 0.5f}, {1.5f, 0.5f}});
   EXPECT_ALL_CLOSE(anc, ref, 0, 0);
   EXPECT_ALL_CLOSE(st.squeeze(1), torch::tensor({8.f, 8.f, 8.f, 8.f, 8.f, 8.f, 16.f, 16.f}), 0, 0);
+}
+
+namespace {
+// Sparse (candidate pairs) and dense (B×M×A) assignments of one batch agree exactly, and the losses too.
+void expect_sparse_equals_dense(const at::Tensor& batch_idx, const at::Tensor& cls, const at::Tensor& bboxes,
+                                int64_t batch, int64_t imgsz, uint64_t seed) {
+  torch::manual_seed(seed);
+  std::vector<at::Tensor> feats;
+  for (int64_t s : {8, 16, 32}) feats.push_back(torch::randn({batch, 64 + 80, imgsz / s, imgsz / s}) * 2);
+  loss::DetectionLoss sparse(80), dense(80);
+  sparse.set_dense(false);
+  dense.set_dense(true);
+  loss::DetectionLoss::Diagnostics ds, dd;
+  auto ls = sparse(feats, batch_idx, cls, bboxes, &ds);
+  auto ld = dense(feats, batch_idx, cls, bboxes, &dd);
+  const auto &a = ds.assignment, &b = dd.assignment;
+  ASSERT_GT(b.fg_mask.sum().item<int64_t>(), 0);
+  EXPECT_TRUE(a.fg_mask.equal(b.fg_mask)) << a.fg_mask.sum().item<int64_t>() << " vs " << b.fg_mask.sum().item<int64_t>();
+  EXPECT_TRUE(a.target_gt_idx.equal(b.target_gt_idx));
+  EXPECT_TRUE(a.target_labels.equal(b.target_labels));
+  EXPECT_TRUE(a.target_bboxes.equal(b.target_bboxes));
+  EXPECT_TRUE(a.target_scores.equal(b.target_scores));
+  EXPECT_ALL_CLOSE(ls.items, ld.items, 1e-6, 1e-5);
+}
+}  // namespace
+
+TEST(TaskAlignedAssigner, SparseEqualsDenseOnCoco128MosaicBatches) {
+  data::DatasetInfo info;
+  info.root = test::dataset_dir("coco128");
+  info.nc = 80;
+  data::DatasetOptions dopt;
+  dopt.imgsz = 320;
+  dopt.batch = 8;
+  auto ds = std::make_shared<data::Dataset>(std::vector<std::string>{info.root + "/images/train2017"}, info, dopt);
+  data::AugmentOptions aug;
+  aug.imgsz = 320;
+  data::Loader l(ds, aug, data::LoaderOptions{.batch = 8, .workers = 0, .seed = 0, .prefetch = 1});
+  l.start_epoch(0);
+  for (int i = 0; i < 3; ++i) {
+    auto b = l.next();
+    ASSERT_TRUE(b.has_value());
+    SCOPED_TRACE("batch " + std::to_string(i) + ", " + std::to_string(b->cls.numel()) + " instances");
+    expect_sparse_equals_dense(b->batch_idx, b->cls, b->bboxes, 8, 320, i);
+  }
+}
+
+TEST(TaskAlignedAssigner, SparseEqualsDenseOnA1000BoxImage) {
+  torch::manual_seed(1000);
+  const int64_t n = 1000;
+  auto wh = torch::rand({n, 2}) * (56.0 / 640) + 8.0 / 640;  // 8–64 px boxes at 640, a crowd
+  auto xy = wh / 2 + torch::rand({n, 2}) * (1 - wh);
+  expect_sparse_equals_dense(torch::zeros({n}, torch::kLong), torch::randint(80, {n}, torch::kLong),
+                             torch::cat({xy, wh}, 1), 1, 640, 7);
 }

@@ -55,14 +55,27 @@ class TaskAlignedAssigner {
                     const at::Tensor& anc_points, const at::Tensor& gt_labels, const at::Tensor& gt_bboxes,
                     const at::Tensor& mask_gt) const;
 
-  /// Pair evaluation strategy: dense (every GT × anchor pair, no host sync; default on CUDA) or candidates only
-  /// (default on CPU, much less work). Both give identical results; nullopt restores the default.
+  /// Pair evaluation strategy: dense (every GT × anchor pair as (B, M, A) tensors, no host sync; default on CUDA)
+  /// or sparse (default on CPU): only the candidate pairs (anchor centre inside the GT) are ever formed — found by
+  /// binary search over the anchors sorted by x and by y — and top-k, the multi-GT resolution and the
+  /// normalisation run on gathered pair lists (sort + scatter_reduce), O(pairs) instead of O(B·M·A). Both give
+  /// identical results (the sparse path re-ranks with torch::topk the rare GTs whose k-th place is a tie or a
+  /// zero metric); nullopt restores the default.
   void set_dense(std::optional<bool> dense) { dense_override_ = dense; }
 
   int64_t topk() const { return topk_; }
   int64_t num_classes() const { return num_classes_; }
 
  private:
+  // labels (B, M) int64, mgt (B, M, 1) 0/1 in the boxes' dtype, cand_boxes (B, M, 4): the candidate-test boxes.
+  Assignment assign_dense(const at::Tensor& pd_scores, bool scores_are_logits, const at::Tensor& pd_bboxes,
+                          const at::Tensor& anc_points, const at::Tensor& labels, const at::Tensor& gt_bboxes,
+                          const at::Tensor& mgt, const at::Tensor& cand_boxes) const;
+  Assignment assign_sparse(const at::Tensor& pd_scores, bool scores_are_logits, const at::Tensor& pd_bboxes,
+                           const at::Tensor& anc_points, const at::Tensor& labels, const at::Tensor& gt_bboxes,
+                           const at::Tensor& mgt, const at::Tensor& cand_boxes) const;
+  Assignment finish(const at::Tensor& pd_scores, const at::Tensor& labels, const at::Tensor& gt_bboxes,
+                    const at::Tensor& target_gt_idx, const at::Tensor& fg_mask, const at::Tensor& norm) const;
   int64_t topk_, num_classes_;
   double alpha_, beta_;
   std::vector<double> stride_;
