@@ -7,6 +7,7 @@
 
 #include "yolo11/config/train_config.h"
 #include "yolo11/data/dataset_info.h"
+#include "yolo11/engine/fp_env.h"
 #include "yolo11/engine/data_setup.h"
 #include "yolo11/engine/inference.h"
 #include "yolo11/engine/validator.h"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
     auto cfg = yolo11::config::TrainConfig::load("", overrides);
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     torch::set_num_threads(cfg.threads > 0 ? static_cast<int>(cfg.threads) : cores);
+    spdlog::info("{}", yolo11::engine::flush_denormals());
     auto det = yolo11::engine::load_detector(weights, cfg.model.empty() ? "configs/models/yolo11.yaml" : cfg.model);
     spdlog::info("{}", det.report);
     spdlog::info("{}", det.model->summary(cfg.imgsz));

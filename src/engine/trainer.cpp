@@ -40,6 +40,7 @@
 #include "yolo11/engine/validator.h"
 #include "yolo11/instrument/profiler.h"
 #include "yolo11/io/file.h"
+#include "yolo11/engine/fp_env.h"
 #include "yolo11/loss/detection_loss.h"
 #include "yolo11/model/yolo.h"
 
@@ -273,6 +274,7 @@ TrainSummary Trainer::train() {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = cfg.threads > 0 ? static_cast<int>(cfg.threads) : cores;
   torch::set_num_threads(threads);
+  const std::string fp_env_line = flush_denormals();  // before the loader threads start: they inherit it (issue 15)
   torch::manual_seed(cfg.seed);
   torch::Device device = select_device(cfg.device);
   if (denv.distributed() && device.is_cuda())  // one GPU per process, as torchrun's LOCAL_RANK
@@ -283,6 +285,7 @@ TrainSummary Trainer::train() {
   dist::ProcessGroup pg(denv, gopt);  // world 1: inactive, every collective below is a no-op
   spdlog::info("yolo11-cpp {} | LibTorch {} | device {} | intra-op threads {} of {} cores | workers {}",
                build::kVersion, build::kTorchVersion, device.str(), threads, cores, cfg.workers);
+  if (!cuda) spdlog::info("{}", fp_env_line);
   if (pg.active())
     spdlog::info("DDP: rank 0 of {} ({} via {}:{}), global batch {} = {} per rank; rank 0 alone writes {}",
                  pg.world(), pg.backend(), denv.master_addr, denv.master_port, cfg.batch, cfg.batch / pg.world(),
