@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "yolo11/config/train_config.h"
+#include "yolo11/engine/interrupt.h"
 #include "yolo11/engine/trainer.h"
 
 int main(int argc, char** argv) {
@@ -19,12 +20,13 @@ int main(int argc, char** argv) {
   app.add_option("--cfg", cfg_file, "run config YAML (merged over configs/default.yaml)");
   app.add_option("overrides", overrides, "key=value overrides (Ultralytics default.yaml keys)");
   CLI11_PARSE(app, argc, argv);
+  yolo11::engine::install_stop_signal_handlers();  // SIGINT/SIGTERM: stop after the step, exit 130/143
   try {
     auto cfg = yolo11::engine::prepare_resume(yolo11::config::TrainConfig::load(cfg_file, overrides), overrides);
     yolo11::engine::Trainer trainer(std::move(cfg));
     const auto summary = trainer.train();
     spdlog::info("Results saved to {}", summary.run_dir);
-    return 0;
+    return summary.interrupted != 0 ? 128 + summary.interrupted : 0;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return 1;

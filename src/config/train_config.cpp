@@ -4,7 +4,11 @@
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <cctype>
@@ -658,20 +662,31 @@ void TrainConfig::save_args(const std::string& run_dir) const {
 std::string make_run_dir(const std::string& project, const std::string& name, bool exist_ok, bool weights_dir) {
   const fs::path root = project.empty() ? fs::path("runs") / "train" : fs::path(project);
   const std::string base = name.empty() ? "train" : name;
+  auto fail = [](const fs::path& p, const std::string& why) {
+    return std::runtime_error("make_run_dir: cannot create '" + p.string() + "': " + why +
+                              " (check permissions or choose another project=)");
+  };
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) throw fail(root, ec.message());
   fs::path dir = root / base;
-  if (!exist_ok && fs::exists(dir)) {
-    for (int n = 2;; ++n) {
-      dir = root / (base + std::to_string(n));
-      if (!fs::exists(dir)) break;
+  if (exist_ok) {
+    fs::create_directories(dir, ec);
+    if (ec) throw fail(dir, ec.message());
+  } else {
+    // Claimed atomically (issue 10): mkdir fails with EEXIST when the name is taken, by an earlier run or by one
+    // starting at the same moment, and the next suffix is tried (train, train2, train3, ... as Ultralytics).
+    for (int n = 1;; ++n) {
+      dir = n == 1 ? root / base : root / (base + std::to_string(n));
+      if (::mkdir(dir.c_str(), 0777) == 0) break;
+      if (errno != EEXIST) throw fail(dir, std::strerror(errno));
       if (n > 100000) throw std::runtime_error("make_run_dir: no free name for '" + (root / base).string() + "'");
     }
   }
-  std::error_code ec;
-  const fs::path make = weights_dir ? dir / "weights" : dir;
-  fs::create_directories(make, ec);
-  if (ec)
-    throw std::runtime_error("make_run_dir: cannot create '" + make.string() + "': " + ec.message() +
-                             " (check permissions or choose another project=)");
+  if (weights_dir) {
+    fs::create_directories(dir / "weights", ec);
+    if (ec) throw fail(dir / "weights", ec.message());
+  }
   return dir.string();
 }
 

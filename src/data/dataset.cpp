@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "yolo11/data/opencv_threads.h"
 #include "yolo11/io/file.h"
 
 namespace yolo11::data {
@@ -69,6 +70,7 @@ static int64_t mem_available_bytes() {
 // ---- Dataset --------------------------------------------------------------------------------------------------------
 Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& info, const DatasetOptions& opt)
     : info_(info), opt_(opt) {
+  disable_opencv_threads();  // before the scan / cache threads and the loader workers use OpenCV
   std::vector<std::string> files;
   for (const auto& s : sources) {
     auto f = list_images(s);
@@ -179,7 +181,6 @@ Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& inf
       std::vector<std::thread> pool;
       for (int t = 0; t < nt; ++t)
         pool.emplace_back([&] {
-          cv::setNumThreads(0);
           for (size_t i; (i = next.fetch_add(1)) < size();) ram_[i] = resize_long_side(read_image(im_files_[i]), opt_.imgsz);
         });
       for (auto& th : pool) th.join();

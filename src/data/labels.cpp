@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <tuple>
 
+#include "yolo11/data/opencv_threads.h"
 #include "yolo11/io/file.h"
 
 namespace yolo11::data {
@@ -385,7 +386,7 @@ std::vector<ImageRecord> scan_images(const std::vector<std::string>& im_files, i
     const int nt = std::max(1, threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
     std::atomic<size_t> next{0};
     std::vector<std::thread> pool;
-    cv::setNumThreads(0);
+    disable_opencv_threads();
     for (int t = 0; t < std::min<int>(nt, static_cast<int>(im_files.size())); ++t)
       pool.emplace_back([&] {
         for (size_t i; (i = next.fetch_add(1)) < im_files.size();) recs[i] = verify_one(im_files[i], nc);

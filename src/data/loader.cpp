@@ -14,6 +14,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "yolo11/data/opencv_threads.h"
 #include "yolo11/instrument/range.h"
 
 namespace yolo11::data {
@@ -70,6 +71,7 @@ Loader::Loader(std::shared_ptr<Dataset> ds, AugmentOptions aug, LoaderOptions op
   }
   opt_.prefetch = std::max(1, opt_.prefetch);
   pin_ = opt_.pin_memory && torch::cuda::is_available();
+  disable_opencv_threads();  // once, before the workers start (never from them: see opencv_threads.h)
   for (int i = 0; i < std::max(0, opt_.workers); ++i) {
     threads_.emplace_back([this, i] {
       instrument::name_this_thread(("loader " + std::to_string(i)).c_str());  // NVTX + trace.json track name
@@ -151,7 +153,6 @@ at::Tensor Loader::acquire_images(int64_t B, int64_t H, int64_t W) const {
 
 Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
                           const std::vector<int64_t>& order) const {
-  cv::setNumThreads(0);
   const int64_t n = static_cast<int64_t>(order.size());
   const int64_t i0 = b * opt_.batch, i1 = std::min(n, i0 + opt_.batch);
   const int64_t B = i1 - i0;

@@ -34,6 +34,7 @@
 #include "yolo11/engine/data_setup.h"
 #include "yolo11/engine/ema.h"
 #include "yolo11/engine/inference.h"
+#include "yolo11/engine/interrupt.h"
 #include "yolo11/engine/optimizer.h"
 #include "yolo11/engine/results.h"
 #include "yolo11/engine/schedule.h"
@@ -267,6 +268,7 @@ TrainSummary Trainer::train() {
     run_dir = resuming ? cfg.resume : config::make_run_dir(cfg.project, cfg.name, cfg.exist_ok);  // resume: the run's dir
     fs::create_directories(run_dir + "/weights");
     setup_logging(run_dir, resuming);
+    remove_stale_checkpoint_temps(run_dir + "/weights");  // temp files of saves a kill interrupted
     cfg.save_args(run_dir);
   } else {
     setup_rank_logging(denv.rank);
@@ -354,6 +356,7 @@ TrainSummary Trainer::train() {
       results.truncate(start_epoch);
     }
     if (auto it = ck->extra.find("last_opt_step"); it != ck->extra.end()) sched.set_last_step(std::stoll(it->second));
+    restore_gradients(*net, ck->grads);  // accumulated past the epoch's last optimizer step
     spdlog::info("Resuming training from {} (epoch {} done, best fitness {:.5f}, {} EMA updates) to {} epochs",
                  ck->path, start_epoch, best_fitness, ck->ema_updates, cfg.epochs);
     if (start_epoch >= cfg.epochs)
@@ -435,6 +438,7 @@ TrainSummary Trainer::train() {
     spdlog::info("\n{}", progress_header());
 
     for (int64_t i = 0; i < nb; ++i, ++global_step) {
+      if (!pg.active() && stop_signal() != 0) break;  // SIGINT/SIGTERM: the step before this one was the last
       const int64_t ni = i + nb * epoch;
       prof.begin_step(global_step);
       std::optional<data::Batch> batch;
@@ -579,6 +583,16 @@ TrainSummary Trainer::train() {
       pg.broadcast_buffers(*net, 0);
     }
     const double t_train = seconds_since(t_epoch);
+    if (!pg.active() && stop_signal() != 0 && seen_steps < nb) {  // abandon the partial epoch: no val, row or save
+      summary.interrupted = stop_signal();
+      summary.interrupted_epoch = epoch + 1;
+      summary.interrupted_step = global_step;
+      spdlog::warn("{}: training stopped in epoch {} after {} of {} steps (not saved); {}", signal_name(stop_signal()),
+                   epoch + 1, seen_steps, nb, epoch > start_epoch || resuming
+                       ? fmt::format("resume={} continues after epoch {}", run_dir, epoch)
+                       : std::string("no epoch was completed, nothing to resume"));
+      break;
+    }
 
     // ---- validation on the EMA weights ----------------------------------------------------------------------
     ValResult vr;
@@ -643,6 +657,7 @@ TrainSummary Trainer::train() {
         if (cuda) ck.rng_cuda = compat::cuda_rng_state(device.index());
         ck.scaler = scaler.state();
         ck.extra["last_opt_step"] = std::to_string(sched.last_step());
+        if (sched.last_step() < (epoch + 1) * nb - 1) ck.grads = accumulated_gradients(*net);  // mid-accumulation
         if (!save_checkpoint(run_dir + "/weights", ck, is_best, save_period_due(epoch, cfg.save_period)))
           spdlog::warn("epoch {}: weights hold NaN/Inf, checkpoint not written; {}/weights keeps the last good one",
                        epoch + 1, run_dir);
@@ -656,6 +671,14 @@ TrainSummary Trainer::train() {
     if (cfg.patience > 0 && patience_left <= 0) {
       spdlog::info("Stopping training early: no improvement in the last {} epochs (patience={})", cfg.patience,
                    cfg.patience);
+      stop = true;
+    }
+    if (!stop && stop_signal() != 0 && epoch + 1 < cfg.epochs) {  // DDP: rank 0's decision is broadcast below
+      summary.interrupted = stop_signal();
+      summary.interrupted_epoch = epoch + 2;
+      summary.interrupted_step = global_step;
+      spdlog::warn("{}: training stopped after epoch {} (resume={} continues)", signal_name(stop_signal()), epoch + 1,
+                   run_dir);
       stop = true;
     }
     if (!stop && cfg.time && seconds_since(t_run) > *cfg.time * 3600.0) {
@@ -685,6 +708,9 @@ TrainSummary Trainer::train() {
                     pg.rank(), summary.weights_hash);
   }
   prof.finish();
+  if (main_rank)
+    mark_summary_interrupted(run_dir, summary.interrupted, summary.interrupted_epoch, summary.interrupted_step,
+                             summary.epochs_done);
   summary.best_fitness = best_fitness;
   summary.seconds = seconds_since(t_run);
   spdlog::info("{} epochs completed in {:.3f} hours.", summary.epochs_done, summary.seconds / 3600.0);

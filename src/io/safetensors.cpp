@@ -2,7 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <stdexcept>
 
@@ -127,8 +129,8 @@ TensorFile load_safetensors(const std::string& path) {
   return out;
 }
 
-void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+std::string encode_safetensors(const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                               const std::map<std::string, std::string>& metadata) {
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::vector<at::Tensor> cpu;
@@ -137,7 +139,7 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   size_t offset = 0;
   for (const auto& [name, t] : tensors) {
     if (name == "__metadata__" || !seen.insert(name).second)
-      throw std::runtime_error(path + ": duplicate or reserved tensor name '" + name + "'");
+      throw std::runtime_error("safetensors: duplicate or reserved tensor name '" + name + "'");
     at::Tensor c = t.detach().to(at::kCPU).contiguous();
     const size_t nbytes = static_cast<size_t>(c.numel()) * c.element_size();
     header[name] = {{"dtype", dtype_name(c.scalar_type())},
@@ -155,7 +157,59 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   buf += h;
   for (const auto& c : cpu)
     buf.append(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()) * c.element_size());
+  return buf;
+}
+
+void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  std::string buf;
+  try {
+    buf = encode_safetensors(tensors, metadata);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
   write_file_atomic(path, buf);
+}
+
+std::map<std::string, std::string> read_safetensors_metadata(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  if (size < 8) corrupt(path, "file has " + std::to_string(size) + " bytes, less than the 8-byte header length");
+  unsigned char len[8];
+  in.read(reinterpret_cast<char*>(len), 8);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
+  if (n > size - 8) corrupt(path, "header length " + std::to_string(n) + " exceeds file size " + std::to_string(size));
+  std::string h(static_cast<size_t>(n), '\0');
+  if (!in.read(h.data(), static_cast<std::streamsize>(n))) corrupt(path, "cannot read the header");
+  json header;
+  try {
+    header = json::parse(h);
+  } catch (const std::exception& e) {
+    corrupt(path, std::string("header is not valid JSON: ") + e.what());
+  }
+  if (!header.is_object()) corrupt(path, "header is not a JSON object");
+  std::map<std::string, std::string> meta;
+  const uint64_t data_size = size - 8 - n;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      if (!it.value().is_object()) corrupt(path, "__metadata__ is not an object");
+      for (auto m = it.value().begin(); m != it.value().end(); ++m)
+        meta[m.key()] = m.value().is_string() ? m.value().get<std::string>() : m.value().dump();
+      continue;
+    }
+    const auto& v = it.value();
+    if (!v.is_object() || !v.contains("data_offsets") || !v["data_offsets"].is_array() || v["data_offsets"].size() != 2)
+      corrupt(path, "entry '" + it.key() + "' lacks data_offsets [begin, end]");
+    const auto end = v["data_offsets"][1].get<uint64_t>();
+    if (end > data_size)
+      corrupt(path, "data_offsets of '" + it.key() + "' end at " + std::to_string(end) + ", beyond the " +
+                        std::to_string(data_size) + " data bytes (truncated file?)");
+  }
+  return meta;
 }
 
 }  // namespace yolo11::io

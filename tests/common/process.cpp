@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -75,6 +77,30 @@ std::vector<std::string> coco8_train_args(const std::string& project, const std:
           "close_mosaic=0",
           "project=" + project,
           "name=" + name};
+}
+
+std::vector<std::string> start_stress(const std::string& project, int starts, const std::vector<int>& workers) {
+  std::vector<std::string> bad;
+  for (int i = 0; i < starts; ++i) {
+    const int w = workers[static_cast<size_t>(i) % workers.size()];
+    const std::string name = "s" + std::to_string(i);
+    auto args = coco8_train_args(project, name, 1, /*batch=*/1);
+    args.push_back("workers=" + std::to_string(w));  // the last value of a key wins
+    args.push_back("threads=" + std::to_string(1 + i % 2));
+    const std::string log = project + "/" + name + ".log";
+    const auto t0 = std::chrono::steady_clock::now();
+    const int rc = run(exe("yolo11-train"), args, log);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("start %d/%d workers=%d: exit %d, %.1f s\n", i + 1, starts, w, rc, s);
+    std::fflush(stdout);
+    if (rc != 0) {
+      const std::string text = read_text(log);
+      bad.push_back("start " + std::to_string(i) + " (workers=" + std::to_string(w) + "): " +
+                    (rc < 0 ? "signal " + std::to_string(-rc) : "exit " + std::to_string(rc)) + "; log tail:\n" +
+                    text.substr(text.size() > 1500 ? text.size() - 1500 : 0));
+    }
+  }
+  return bad;
 }
 
 }  // namespace yolo11::test

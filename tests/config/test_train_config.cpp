@@ -2,9 +2,16 @@
 #include "yolo11/config/train_config.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <thread>
+#include <vector>
 
 #include "golden.h"
 #include "yolo11/build_info.h"
@@ -199,6 +206,63 @@ TEST(TrainConfig, MakeRunDirIncrementsLikeUltralytics) {
   EXPECT_EQ(yolo11::config::make_run_dir(p, "", false), p + "/train3");
   EXPECT_EQ(yolo11::config::make_run_dir(p, "", true), p + "/train");
   EXPECT_EQ(yolo11::config::make_run_dir(p, "exp", false), p + "/exp");
+}
+
+TEST(TrainConfig, ConcurrentRunDirClaimsNeverShareADirectory) {
+  // Issue 10: two runs started together with the same project and no name could both take `train`. Claims are
+  // mkdir calls that fail when the directory exists; here 16 threads and then 8 processes claim at the same moment.
+  constexpr int kThreads = 16, kProcs = 8, kRounds = 5;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string p = yolo11::test::scratch_dir("config_rundir_race" + std::to_string(round)) + "/runs";
+    std::vector<std::string> got(kThreads);
+    std::atomic<int> ready{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < kThreads; ++t)
+      ts.emplace_back([&, t] {
+        ++ready;
+        while (ready.load() < kThreads) std::this_thread::yield();  // start together
+        got[t] = yolo11::config::make_run_dir(p, "", false);
+      });
+    for (auto& t : ts) t.join();
+    std::set<std::string> unique(got.begin(), got.end());
+    EXPECT_EQ(unique.size(), static_cast<size_t>(kThreads)) << "round " << round;
+    EXPECT_TRUE(unique.count(p + "/train") && unique.count(p + "/train" + std::to_string(kThreads))) << "round " << round;
+
+    // Processes: each writes the directory it claimed into a file named by its index.
+    const std::string out = p + "/../claims";
+    fs::create_directories(out);
+    const auto start = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    std::vector<pid_t> kids;
+    for (int k = 0; k < kProcs; ++k) {
+      const pid_t pid = ::fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        std::this_thread::sleep_until(start);
+        int rc = 0;
+        try {
+          std::ofstream(out + "/" + std::to_string(k)) << yolo11::config::make_run_dir(p, "exp", false);
+        } catch (...) {
+          rc = 1;
+        }
+        ::_exit(rc);
+      }
+      kids.push_back(pid);
+    }
+    std::set<std::string> claimed;
+    for (pid_t pid : kids) {
+      int st = 0;
+      ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+      EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    for (int k = 0; k < kProcs; ++k) {
+      std::ifstream in(out + "/" + std::to_string(k));
+      std::string d;
+      std::getline(in, d);
+      claimed.insert(d);
+    }
+    EXPECT_EQ(claimed.size(), static_cast<size_t>(kProcs)) << "round " << round;
+    EXPECT_TRUE(claimed.count(p + "/exp") && claimed.count(p + "/exp" + std::to_string(kProcs))) << "round " << round;
+  }
 }
 
 TEST(TrainConfig, ShippedRunConfigsLoad) {

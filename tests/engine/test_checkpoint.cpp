@@ -1,11 +1,14 @@
-// Checkpoints: round trip of every field, optimizer state, fallback to last.prev, NaN refusal.
+// Checkpoints: round trip of every field, optimizer state, fallback to last.prev, NaN refusal, and any sequence of
+// failed saves (fault injection at every step) leaving the newest complete pair loadable.
 #include "yolo11/engine/checkpoint.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 #include "golden.h"
 #include "yolo11/io/safetensors.h"
@@ -157,6 +160,173 @@ TEST(Checkpoint, KillAtEveryPointOfTheRotationLeavesALoadablePair) {
     EXPECT_EQ(c->optimizer, make_ckpt(0, 0).optimizer);
     EXPECT_FALSE(c->model.empty());
   }
+}
+
+namespace {
+
+struct SimulatedKill {};
+
+/// One save of `epoch` that is killed before its step number `fail_at` (0-based; a value past the save's steps lets
+/// it finish). A kill during a write leaves that file's half-written temp file, as a SIGKILL or a full disk would.
+struct SaveOutcome {
+  bool complete = false;  ///< the save got past writing last.safetensors: a new complete pair exists
+  bool killed = false;    ///< false: fail_at was past the save's last step
+};
+
+SaveOutcome save_killed_at(const std::string& dir, int64_t epoch, int fail_at) {
+  int n = 0;
+  SaveOutcome out;
+  engine::testing::set_checkpoint_fault_hook([&](const std::string& step) {
+    out.complete = out.complete || step == "write best.state.safetensors" || step == "done";
+    if (n++ == fail_at) {
+      out.killed = true;
+      if (step.rfind("write ", 0) == 0)
+        std::ofstream(dir + "/" + step.substr(6) + ".tmp." + std::to_string(::getpid()), std::ios::binary) << "half";
+      throw SimulatedKill{};
+    }
+  });
+  try {
+    EXPECT_TRUE(engine::save_checkpoint(dir, make_ckpt(epoch, static_cast<float>(epoch)), epoch % 2 == 0, false));
+  } catch (const SimulatedKill&) {
+  }
+  engine::testing::set_checkpoint_fault_hook({});
+  return out;
+}
+
+bool has_temp_files(const std::string& dir) {
+  for (const auto& e : fs::directory_iterator(dir))
+    if (engine::is_checkpoint_temp_file(e.path().filename().string())) return true;
+  return false;
+}
+
+/// Drives `fails.size()` consecutive saves, the k-th killed before its step fails[k], after `good` complete saves;
+/// then a clean start (stale temp files removed) must load the newest complete pair, and one more complete save
+/// must load as itself with that pair as its fallback. Returns, per failing save, whether the kill happened.
+std::vector<bool> check_failed_saves(int good, const std::vector<int>& fails) {
+  std::vector<bool> killed;
+  std::string tag = "ckpt_fail_" + std::to_string(good);
+  for (int f : fails) tag += "_" + std::to_string(f);
+  const auto dir = test::scratch_dir(tag);
+  int64_t epoch = 0, newest = -1;
+  for (int g = 0; g < good; ++g, ++epoch) {
+    EXPECT_TRUE(engine::save_checkpoint(dir, make_ckpt(epoch, static_cast<float>(epoch)), epoch % 2 == 0, false));
+    newest = epoch;
+  }
+  for (int f : fails) {
+    const SaveOutcome o = save_killed_at(dir, epoch, f);
+    killed.push_back(o.killed);
+    if (o.complete) newest = epoch;
+    ++epoch;
+  }
+  engine::remove_stale_checkpoint_temps(dir);  // what the next start does
+  EXPECT_FALSE(has_temp_files(dir)) << tag;
+  auto c = engine::load_checkpoint(dir);
+  if (newest < 0) {
+    EXPECT_FALSE(c.has_value()) << tag;
+  } else if (!c.has_value()) {
+    ADD_FAILURE() << tag << ": no loadable pair, expected epoch " << newest;
+    return killed;
+  } else {
+    EXPECT_EQ(c->epoch, newest) << tag;
+    EXPECT_EQ(c->optimizer, make_ckpt(0, 0).optimizer) << tag;
+    EXPECT_TRUE(torch::equal(c->model[0].second, make_ckpt(newest, static_cast<float>(newest)).model[0].second)) << tag;
+  }
+  // The run goes on: the next save is complete, and its fallback is the newest pair before it.
+  EXPECT_TRUE(engine::save_checkpoint(dir, make_ckpt(epoch, static_cast<float>(epoch)), false, false));
+  c = engine::load_checkpoint(dir);
+  EXPECT_TRUE(c.has_value() && c->epoch == epoch) << tag;
+  if (newest >= 0) {
+    truncate_file(dir + "/last.state.safetensors", 100);
+    c = engine::load_checkpoint(dir);
+    EXPECT_TRUE(c.has_value() && c->epoch == newest) << tag << ": the fallback is not epoch " << newest;
+  }
+  return killed;
+}
+
+}  // namespace
+
+// Every step index of each failing save, until the index runs past the save's steps (then the save completed and
+// larger indices repeat the same case).
+TEST(Checkpoint, TwoFailedSavesInARowAtEveryStepLeaveTheNewestCompletePair) {
+  int cases = 0;
+  for (int good = 0; good <= 2; ++good)
+    for (int a = 0;; ++a) {
+      std::vector<bool> k;
+      for (int b = 0;; ++b, ++cases)
+        if (k = check_failed_saves(good, {a, b}); !k[1]) break;
+      if (!k[0]) break;
+    }
+  EXPECT_GT(cases, 50);
+  std::printf("%d cases\n", cases);
+}
+
+TEST(Checkpoint, ThreeFailedSavesInARowAtEveryStepLeaveTheNewestCompletePair) {
+  int cases = 0;
+  for (int a = 0;; ++a) {
+    std::vector<bool> k;
+    for (int b = 0;; ++b) {
+      for (int c = 0;; ++c, ++cases)
+        if (k = check_failed_saves(2, {a, b, c}); !k[2]) break;
+      if (!k[1]) break;
+    }
+    if (!k[0]) break;
+  }
+  EXPECT_GT(cases, 250);
+  std::printf("%d cases\n", cases);
+}
+
+TEST(Checkpoint, TheIssueSequenceOrphanStateThenAnotherFailure) {
+  // Issue 10: a save cut short after last.state (orphan state, no weights), then the next save cut short too. The
+  // old rotation renamed the orphan over last.prev.state and lost the run.
+  const auto dir = test::scratch_dir("ckpt_issue_sequence");
+  ASSERT_TRUE(engine::save_checkpoint(dir, make_ckpt(0, 0.f), false, false));
+  ASSERT_TRUE(engine::save_checkpoint(dir, make_ckpt(1, 1.f), false, false));
+  std::vector<std::string> steps;
+  engine::testing::set_checkpoint_fault_hook([&](const std::string& s) {
+    steps.push_back(s);
+    if (s == "write last.safetensors") throw SimulatedKill{};
+  });
+  EXPECT_THROW(engine::save_checkpoint(dir, make_ckpt(2, 2.f), false, false), SimulatedKill);
+  engine::testing::set_checkpoint_fault_hook({});
+  EXPECT_TRUE(fs::exists(dir + "/last.state.safetensors"));
+  EXPECT_FALSE(fs::exists(dir + "/last.safetensors"));
+  EXPECT_FALSE(save_killed_at(dir, 2, 2).complete);  // the resumed run's save fails again, after removing the orphan
+  const auto c = engine::load_checkpoint(dir);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->epoch, 1);
+}
+
+TEST(Checkpoint, StaleTempFilesAreRemovedOnlyWhenOursAndOnlyInTheWeightsDir) {
+  const auto dir = test::scratch_dir("ckpt_stale_tmp");
+  fs::create_directories(dir + "/sub");
+  const std::string me = std::to_string(::getpid());
+  const std::string dead = "999999999";  // above any pid_max
+  const std::string alive = "1";         // init: a running process that is not us
+  for (const std::string& f : std::vector<std::string>{"last.safetensors.tmp." + me, "last.state.safetensors.tmp." + dead, "best.safetensors.tmp." + alive,
+                        "results.csv.tmp." + dead, "last.safetensors.tmp.x1", "notes.txt", "sub/last.safetensors.tmp." + dead})
+    std::ofstream(dir + "/" + f) << "x";
+  EXPECT_EQ(engine::remove_stale_checkpoint_temps(dir), 2);
+  EXPECT_FALSE(fs::exists(dir + "/last.safetensors.tmp." + me));
+  EXPECT_FALSE(fs::exists(dir + "/last.state.safetensors.tmp." + dead));
+  EXPECT_TRUE(fs::exists(dir + "/best.safetensors.tmp." + alive));    // another live process may be writing it
+  EXPECT_TRUE(fs::exists(dir + "/results.csv.tmp." + dead));          // not a checkpoint file
+  EXPECT_TRUE(fs::exists(dir + "/last.safetensors.tmp.x1"));          // not our pattern
+  EXPECT_TRUE(fs::exists(dir + "/notes.txt"));
+  EXPECT_TRUE(fs::exists(dir + "/sub/last.safetensors.tmp." + dead));  // not recursive
+  EXPECT_EQ(engine::remove_stale_checkpoint_temps(dir + "/missing"), 0);
+}
+
+TEST(Checkpoint, AccumulatedGradientsRoundTrip) {
+  const auto dir = test::scratch_dir("ckpt_grads");
+  auto c = make_ckpt(3, 1.5f);
+  c.grads = {{"model.0.conv.weight", torch::randn({4, 3, 3, 3})}};
+  ASSERT_TRUE(engine::save_checkpoint(dir, c, false, false));
+  const auto back = engine::load_checkpoint(dir);
+  ASSERT_TRUE(back.has_value());
+  ASSERT_EQ(back->grads.size(), 1u);
+  EXPECT_EQ(back->grads[0].first, "model.0.conv.weight");
+  EXPECT_TRUE(torch::equal(back->grads[0].second, c.grads[0].second));
+  EXPECT_EQ(back->model.size(), 3u);  // grad/* entries are not model entries
 }
 
 TEST(Checkpoint, NaNWeightsAreNeverSaved) {

@@ -59,15 +59,23 @@ std::vector<std::string> rows_without_time(const fs::path& csv) {
   return rows;
 }
 
-}  // namespace
-
-TEST(Resume, KilledDuringEpoch3ResumesToTheUninterruptedResults) {
+/// Runs `epochs`=4 uninterrupted and again SIGKILLed during epoch 3 then resumed; the results must be equal (all
+/// but the time column). `extra` is added to both runs' arguments.
+/// `pending_grads`: the checkpoint the resume starts from must hold accumulated gradients.
+void expect_kill_and_resume_equal(const std::string& tag, const std::vector<std::string>& extra, int batch,
+                                  bool pending_grads) {
   ASSERT_TRUE(fs::exists(train_binary())) << train_binary() << " not built";
-  const std::string project = yolo11::test::scratch_dir("resume_equal");
+  const std::string project = yolo11::test::scratch_dir(tag);
   const std::string log = project + "/log.txt";
-  ASSERT_EQ(run(base_args(project, "full", 4), log), 0) << read_text(log);
+  auto args = [&](const std::string& name) {
+    auto a = yolo11::test::coco8_train_args(project, name, 4, batch);
+    a.push_back("deterministic=true");
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  ASSERT_EQ(run(args("full"), log), 0) << read_text(log);
 
-  const pid_t pid = spawn(base_args(project, "killed", 4), log);
+  const pid_t pid = spawn(args("killed"), log);
   const fs::path csv = fs::path(project) / "killed" / "results.csv";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
   while (count_rows(csv) < 2 && std::chrono::steady_clock::now() < deadline)
@@ -75,6 +83,11 @@ TEST(Resume, KilledDuringEpoch3ResumesToTheUninterruptedResults) {
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   EXPECT_EQ(wait_exit(pid), -SIGKILL) << "the run ended before it could be killed";
   EXPECT_LT(count_rows(csv), 4u);
+  if (pending_grads) {
+    const auto ck = yolo11::engine::load_checkpoint(project + "/killed/weights");
+    ASSERT_TRUE(ck.has_value());
+    EXPECT_FALSE(ck->grads.empty()) << "the checkpoint of epoch " << ck->epoch + 1 << " holds no accumulated gradients";
+  }
 
   ASSERT_EQ(run({"resume=" + project + "/killed"}, log), 0) << read_text(log);
   const auto full = rows_without_time(fs::path(project) / "full" / "results.csv");
@@ -83,6 +96,19 @@ TEST(Resume, KilledDuringEpoch3ResumesToTheUninterruptedResults) {
   ASSERT_EQ(resumed.size(), 4u) << read_text(csv.string());
   for (size_t e = 0; e < 4; ++e) EXPECT_EQ(resumed[e], full[e]) << "epoch " << e + 1;
   EXPECT_NE(read_text(log).find("Resuming training from"), std::string::npos);
+}
+
+}  // namespace
+
+TEST(Resume, KilledDuringEpoch3ResumesToTheUninterruptedResults) {
+  expect_kill_and_resume_equal("resume_equal", {}, 4, false);
+}
+
+TEST(Resume, KilledMidAccumulationResumesToTheUninterruptedResults) {
+  // Issue 10: 2 steps per epoch (4 images, batch 2) and an optimizer step every 5 iterations (nbs 10, no warmup):
+  // every epoch ends with gradients accumulated but not yet applied (the one step is at iteration 5, in epoch 3);
+  // the checkpoint must carry them (Checkpoint::grads) for the resumed run to equal the unbroken one.
+  expect_kill_and_resume_equal("resume_accumulate", {"nbs=10", "warmup_epochs=0"}, 2, true);
 }
 
 TEST(Resume, SigkillAtRandomMomentsAlwaysLeavesALoadableCheckpoint) {

@@ -7,6 +7,7 @@
 #include <ATen/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,6 +16,9 @@
 
 namespace torch::optim {
 class Optimizer;
+}
+namespace torch::nn {
+class Module;
 }
 
 namespace yolo11::engine {
@@ -26,6 +30,8 @@ struct Checkpoint {
   double best_fitness = 0.0;          ///< best fitness (mAP50-95) so far
   NamedTensors model;                 ///< raw training weights: state_dict entries incl. BN buffers
   NamedTensors ema;                   ///< EMA weights, same keys (what best/last hold for inference)
+  NamedTensors grads;                 ///< gradients accumulated since the last optimizer step (parameter name →
+                                      ///< .grad, loss-scaled as held); empty at a step boundary
   int64_t ema_updates = 0;
   std::string optimizer;              ///< save_optimizer_state() bytes (LibTorch archive); may be empty
   NamedTensors scaler;                ///< AMP GradScaler state, e.g. {"scale", "growth_tracker"}; empty without AMP
@@ -37,11 +43,28 @@ struct Checkpoint {
   std::string path;                   ///< file it was loaded from (set by the loader)
 };
 
-/// Writes <weights_dir>/last.* (the previous last.* renamed to last.prev.* first), and also best.* when
+/// Writes <weights_dir>/last.* (the newest complete pair present moved to last.prev.* first), and also best.* when
 /// `is_best`, and epoch<epoch>.* when `epoch_copy`. Each file is written atomically (temp + fsync + rename).
+/// Crash safety: whatever sequence of saves fails (exception or kill, at any step), the newest complete pair
+/// written so far stays loadable by load_checkpoint(); see docs/recipe.md "Crash safety".
 /// Returns false without writing anything (and logs a warning naming the tensor) when any floating-point
 /// weight of `model` or `ema` is NaN/Inf. Throws std::runtime_error on I/O errors.
 bool save_checkpoint(const std::string& weights_dir, const Checkpoint& ckpt, bool is_best, bool epoch_copy);
+
+/// Removes the temp files of interrupted checkpoint writes from `weights_dir` (not recursive): names
+/// `<x>.safetensors.tmp.<pid>` whose pid is this process or no running process. Logs each removal; returns
+/// how many were removed. Called at the start of a run (new or resumed) and of every save.
+int64_t remove_stale_checkpoint_temps(const std::string& weights_dir);
+
+/// True when `name` (a file name, no directory) has the pattern `<x>.safetensors.tmp.<pid>`; sets *pid.
+bool is_checkpoint_temp_file(const std::string& name, long* pid = nullptr);
+
+namespace testing {
+/// Fault injection for tests: `hook(step)` is called before each step of save_checkpoint ("rename A -> B",
+/// "remove A", "write A", ..., "done"); an exception thrown from it aborts the save there, leaving the directory
+/// as a kill at that moment would. An empty function removes the hook. Not thread-safe; tests only.
+void set_checkpoint_fault_hook(std::function<void(const std::string& step)> hook);
+}  // namespace testing
 
 /// Reads the pair <weights_dir>/<stem>.safetensors + <stem>.state.safetensors. When it is unusable (missing,
 /// empty, truncated, ids differ, NaN weights) logs a warning naming the file and the defect and, for
@@ -57,6 +80,13 @@ Checkpoint read_checkpoint(const std::string& weights_file, bool weights_only = 
 /// Optimizer state as bytes (torch::serialize::OutputArchive) and back (same parameter layout required).
 std::string save_optimizer_state(const torch::optim::Optimizer& opt);
 void load_optimizer_state(torch::optim::Optimizer& opt, const std::string& bytes);
+
+/// Gradients accumulated since the last optimizer step, for Checkpoint::grads: every parameter's defined .grad
+/// (name → tensor, as held: loss-scaled under a GradScaler). Call only off an optimizer-step boundary.
+NamedTensors accumulated_gradients(const torch::nn::Module& model);
+/// Puts saved gradients back as the parameters' .grad (copied into tensors laid out like each parameter, on its
+/// device). Throws std::runtime_error naming the entry when a name is not a parameter or the shape differs.
+void restore_gradients(torch::nn::Module& model, const NamedTensors& grads);
 
 /// The default CPU generator state (uint8 tensor) and its restoration.
 at::Tensor capture_rng_state();

@@ -20,6 +20,9 @@ struct TrainSummary {
   int64_t nonfinite_skipped_steps = 0; ///< optimizer steps skipped because a loss since the last step was NaN/Inf
   bool weights_identical = true;       ///< DDP: final weights bitwise equal on every rank (checked by all_reduce)
   std::string weights_hash;            ///< DDP: this rank's dist::weights_hash of the final weights (hex); "" at world 1
+  int interrupted = 0;                 ///< the stop signal (SIGINT, SIGTERM; engine/interrupt.h) that ended the run, 0 if none
+  int64_t interrupted_epoch = 0;       ///< 1-based epoch it stopped in (not done) and the global step it stopped before
+  int64_t interrupted_step = 0;
 };
 
 /// Test and instrumentation hooks (all optional).

@@ -35,4 +35,13 @@ TensorFile load_safetensors(const std::string& path);
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
+/// The bytes save_safetensors writes (for writers that place the same content in several files).
+std::string encode_safetensors(const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                               const std::map<std::string, std::string>& metadata = {});
+
+/// Reads only the header of a safetensors file and returns its metadata, after checking that the file is
+/// structurally complete: header length, valid JSON, and every tensor's data_offsets inside the file (a file cut
+/// short by a crash fails here). Cheap (no tensor data is read). Throws std::runtime_error naming the file.
+std::map<std::string, std::string> read_safetensors_metadata(const std::string& path);
+
 }  // namespace yolo11::io
