@@ -100,8 +100,10 @@ TEST(Signals, ASecondSignalExitsAtOnce) {
   const std::string project = yolo11::test::scratch_dir("sig_twice");
   const std::string log = project + "/log.txt";
   const fs::path run = fs::path(project) / "run";
+  // Two rows: the first epoch's checkpoint is written after its results.csv row, so only the second row proves
+  // that a complete checkpoint exists before the signals arrive.
   const pid_t pid = start_and_wait_for_epochs(yolo11::test::coco8_train_args(project, "run", 50), log,
-                                              run / "results.csv", 1);
+                                              run / "results.csv", 2);
   // Both signals pending while stopped (two different signals: a second SIGINT would merge with the first), so
   // they arrive together on SIGCONT and the graceful stop cannot finish in between.
   ASSERT_EQ(kill(pid, SIGSTOP), 0);
