@@ -17,6 +17,7 @@
 #include "yolo11/data/labels.h"
 #include "yolo11/data/transforms.h"
 #include "yolo11/engine/inference.h"
+#include "yolo11/io/run_dir.h"
 #include "yolo11/metrics/nms.h"
 
 namespace fs = std::filesystem;
@@ -124,7 +125,7 @@ int main(int argc, char** argv) {
     const torch::Device device = yolo11::engine::select_device(a.device);
     det.model->fuse();
     det.model->to(device);
-    const std::string save_dir = yolo11::config::make_run_dir(a.project, a.name, a.exist_ok, /*weights_dir=*/false);
+    const std::string save_dir = yolo11::io::make_run_dir(a.project, a.name, a.exist_ok, /*weights_dir=*/false);
     if (a.save_txt) fs::create_directories(save_dir + "/labels");
     yolo11::metrics::NmsOptions nms;
     nms.conf = a.conf;
@@ -148,7 +149,7 @@ int main(int argc, char** argv) {
       auto x = torch::empty({1, 3, lb.rows, lb.cols}, torch::kUInt8);
       yolo11::data::hwc_bgr_to_chw_rgb(lb, x.data_ptr<uint8_t>());
       const auto t0 = std::chrono::steady_clock::now();
-      const auto pred = det.model->forward(x.to(device).to(torch::kFloat).div_(255.0));
+      const auto pred = det.model->forward(yolo11::engine::to_input(x, device, /*channels_last=*/false));
       auto dets = yolo11::metrics::non_max_suppression(pred, nms)[0].to(torch::kCPU);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       // Back to original pixels: remove the pad, undo the ratio, clip.

@@ -11,6 +11,7 @@
 #include "yolo11/engine/data_setup.h"
 #include "yolo11/engine/inference.h"
 #include "yolo11/engine/validator.h"
+#include "yolo11/io/run_dir.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"yolo11-val: mAP of a weights file on a dataset split (Ultralytics DetectionValidator semantics)"};
@@ -39,7 +40,7 @@ int main(int argc, char** argv) {
       throw std::runtime_error(cfg.data + " has no '" + cfg.split + "' split; choose split=train, val or test among "
                                "the splits the dataset YAML lists");
     auto loader = yolo11::engine::make_val_loader(info, sources, cfg, cfg.batch, cfg.split);
-    const std::string save_dir = yolo11::config::make_run_dir(cfg.project.empty() ? "runs/val" : cfg.project,
+    const std::string save_dir = yolo11::io::make_run_dir(cfg.project.empty() ? "runs/val" : cfg.project,
                                                               cfg.name.empty() ? "val" : cfg.name, cfg.exist_ok, /*weights_dir=*/false);
     yolo11::engine::ValidatorOptions vo{cfg.conf.value_or(0.001), cfg.iou, cfg.max_det, cfg.plots, save_dir, true};
     yolo11::engine::Validator validator(loader, info.names, vo);

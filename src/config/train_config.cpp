@@ -1,14 +1,10 @@
-// TrainConfig: key table, YAML / command-line parsing, validation, args.yaml, run directories.
+// TrainConfig: key table, YAML / command-line parsing, validation, args.yaml.
 #include "yolo11/config/train_config.h"
 
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <cctype>
@@ -657,37 +653,6 @@ std::string TrainConfig::to_yaml() const {
 
 void TrainConfig::save_args(const std::string& run_dir) const {
   io::write_file_atomic((fs::path(run_dir) / "args.yaml").string(), to_yaml());
-}
-
-std::string make_run_dir(const std::string& project, const std::string& name, bool exist_ok, bool weights_dir) {
-  const fs::path root = project.empty() ? fs::path("runs") / "train" : fs::path(project);
-  const std::string base = name.empty() ? "train" : name;
-  auto fail = [](const fs::path& p, const std::string& why) {
-    return std::runtime_error("make_run_dir: cannot create '" + p.string() + "': " + why +
-                              " (check permissions or choose another project=)");
-  };
-  std::error_code ec;
-  fs::create_directories(root, ec);
-  if (ec) throw fail(root, ec.message());
-  fs::path dir = root / base;
-  if (exist_ok) {
-    fs::create_directories(dir, ec);
-    if (ec) throw fail(dir, ec.message());
-  } else {
-    // Claimed atomically (issue 10): mkdir fails with EEXIST when the name is taken, by an earlier run or by one
-    // starting at the same moment, and the next suffix is tried (train, train2, train3, ... as Ultralytics).
-    for (int n = 1;; ++n) {
-      dir = n == 1 ? root / base : root / (base + std::to_string(n));
-      if (::mkdir(dir.c_str(), 0777) == 0) break;
-      if (errno != EEXIST) throw fail(dir, std::strerror(errno));
-      if (n > 100000) throw std::runtime_error("make_run_dir: no free name for '" + (root / base).string() + "'");
-    }
-  }
-  if (weights_dir) {
-    fs::create_directories(dir / "weights", ec);
-    if (ec) throw fail(dir / "weights", ec.message());
-  }
-  return dir.string();
 }
 
 }  // namespace yolo11::config

@@ -226,4 +226,48 @@ bool cpu_supports_bf16() {
   return has;
 }
 
+std::string AmpPolicy::precision() const {
+  return autocast ? (dtype == torch::kHalf ? "float16" : "bfloat16") : "float32";
+}
+
+// On this project's avx512_bf16 dev CPU a yolo11n training step is ~20% faster in bfloat16: docs/recipe.md.
+AmpPolicy choose_amp(bool amp, const c10::Device& device, model::YOLOImpl& net) {
+  AmpPolicy p;
+  if (!amp) {
+    p.line = "amp=false: float32 training";
+    return p;
+  }
+  if (device.is_cuda()) {
+    const AmpCheck chk = check_amp(net, device, torch::kHalf);
+    if (!chk.ok) {
+      p.warn = true;
+      p.line = "amp=true, but float16 autocast disagrees with float32 on this device: training in float32 (amp off). " +
+               chk.message;
+      return p;
+    }
+    p.autocast = p.scaler = true;
+    p.dtype = torch::kHalf;
+    p.line = "amp=true: CUDA float16 autocast + GradScaler (dynamic loss scaling from 2^16). " + chk.message;
+    return p;
+  }
+  if (!cpu_supports_bf16()) {
+    p.warn = true;
+    p.line = "amp=true: this CPU has no bfloat16 instructions (no avx512_bf16/amx_bf16/bf16 in /proc/cpuinfo): "
+             "training in float32 (amp off)";
+    return p;
+  }
+  const AmpCheck chk = check_amp(net, device, torch::kBFloat16);
+  if (!chk.ok) {
+    p.warn = true;
+    p.line = "amp=true, but bfloat16 autocast disagrees with float32 on this CPU: training in float32 (amp off). " +
+             chk.message;
+    return p;
+  }
+  p.autocast = true;
+  p.dtype = torch::kBFloat16;
+  p.line = "amp=true: CPU bfloat16 autocast (the CPU has bf16 instructions), no loss scaling (bfloat16 has "
+           "float32's range); amp=false trains in float32. " + chk.message;
+  return p;
+}
+
 }  // namespace yolo11::engine

@@ -64,4 +64,11 @@ torch::Device select_device(const std::string& device) {
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(std::stoi(num)));
 }
 
+at::Tensor to_input(const at::Tensor& images, const torch::Device& device, bool channels_last) {
+  return images.to(device, /*non_blocking=*/true)
+      .to(torch::kFloat)
+      .div_(255.0)
+      .contiguous(channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous);
+}
+
 }  // namespace yolo11::engine

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "yolo11/data/plots.h"
+#include "yolo11/engine/inference.h"
 #include "yolo11/metrics/nms.h"
 
 namespace yolo11::engine {
@@ -35,11 +36,7 @@ ValResult Validator::run(model::YOLO& model, const loss::DetectionLoss* criterio
   loader_->start_epoch(0);
   while (auto b = loader_->next()) {
     auto t0 = Clock::now();
-    const auto imgs = b->images.to(device, true)
-                          .to(torch::kFloat)
-                          .div_(255.0)
-                          .contiguous(opt_.channels_last ? torch::MemoryFormat::ChannelsLast
-                                                         : torch::MemoryFormat::Contiguous);
+    const auto imgs = to_input(b->images, device, opt_.channels_last);
     const auto bidx = b->batch_idx.to(device);
     const auto bcls = b->cls.to(device);
     const auto bxywh = b->bboxes.to(device);

@@ -15,6 +15,7 @@
 
 #include "golden.h"
 #include "yolo11/build_info.h"
+#include "yolo11/io/run_dir.h"
 
 namespace fs = std::filesystem;
 using yolo11::config::TrainConfig;
@@ -197,15 +198,15 @@ TEST(TrainConfig, ResumeAllowsOnlyRunControlKeys) {
   EXPECT_NE(msg.find("mosaic"), std::string::npos) << msg;
 }
 
-TEST(TrainConfig, MakeRunDirIncrementsLikeUltralytics) {
+TEST(RunDir, MakeRunDirIncrementsLikeUltralytics) {
   const auto dir = yolo11::test::scratch_dir("config_rundir");
   const std::string p = dir + "/runs";
-  EXPECT_EQ(yolo11::config::make_run_dir(p, "", false), p + "/train");
+  EXPECT_EQ(yolo11::io::make_run_dir(p, "", false), p + "/train");
   EXPECT_TRUE(fs::is_directory(p + "/train/weights"));
-  EXPECT_EQ(yolo11::config::make_run_dir(p, "", false), p + "/train2");
-  EXPECT_EQ(yolo11::config::make_run_dir(p, "", false), p + "/train3");
-  EXPECT_EQ(yolo11::config::make_run_dir(p, "", true), p + "/train");
-  EXPECT_EQ(yolo11::config::make_run_dir(p, "exp", false), p + "/exp");
+  EXPECT_EQ(yolo11::io::make_run_dir(p, "", false), p + "/train2");
+  EXPECT_EQ(yolo11::io::make_run_dir(p, "", false), p + "/train3");
+  EXPECT_EQ(yolo11::io::make_run_dir(p, "", true), p + "/train");
+  EXPECT_EQ(yolo11::io::make_run_dir(p, "exp", false), p + "/exp");
 }
 
 TEST(TrainConfig, ConcurrentRunDirClaimsNeverShareADirectory) {
@@ -221,7 +222,7 @@ TEST(TrainConfig, ConcurrentRunDirClaimsNeverShareADirectory) {
       ts.emplace_back([&, t] {
         ++ready;
         while (ready.load() < kThreads) std::this_thread::yield();  // start together
-        got[t] = yolo11::config::make_run_dir(p, "", false);
+        got[t] = yolo11::io::make_run_dir(p, "", false);
       });
     for (auto& t : ts) t.join();
     std::set<std::string> unique(got.begin(), got.end());
@@ -240,7 +241,7 @@ TEST(TrainConfig, ConcurrentRunDirClaimsNeverShareADirectory) {
         std::this_thread::sleep_until(start);
         int rc = 0;
         try {
-          std::ofstream(out + "/" + std::to_string(k)) << yolo11::config::make_run_dir(p, "exp", false);
+          std::ofstream(out + "/" + std::to_string(k)) << yolo11::io::make_run_dir(p, "exp", false);
         } catch (...) {
           rc = 1;
         }

@@ -112,10 +112,4 @@ std::vector<std::string> resume_differences(const TrainConfig& saved, const Trai
 /// Throws std::runtime_error listing resume_differences() when there are any.
 void check_resume_compatible(const TrainConfig& saved, const TrainConfig& requested);
 
-/// Creates and returns the run directory `<project>/<name>` (project "" → "runs/train", name "" → "train"),
-/// with a `weights/` subfolder when `weights_dir` (training runs). Without exist_ok an existing name is
-/// incremented like Ultralytics: train, train2, train3, ... Throws std::runtime_error when the directory cannot
-/// be created.
-std::string make_run_dir(const std::string& project, const std::string& name, bool exist_ok, bool weights_dir = true);
-
 }  // namespace yolo11::config

@@ -1,7 +1,7 @@
 #pragma once
 // Mixed precision (AMP) for training: a gradient scaler with the semantics of PyTorch's torch.cuda.amp.GradScaler,
 // the start-up check that AMP and float32 agree (like Ultralytics' check_amp), and the CPU bfloat16 capability
-// test. The trainer's policy (src/engine/trainer.cpp, docs/recipe.md "AMP"): CUDA → float16 autocast + GradScaler
+// test. The trainer's policy (choose_amp below, docs/recipe.md "AMP"): CUDA → float16 autocast + GradScaler
 // when check_amp passes; CPU → bfloat16 autocast without a scaler when the CPU has bf16 instructions; else float32.
 #include <ATen/Tensor.h>
 #include <c10/core/Device.h>
@@ -118,5 +118,21 @@ AmpCheck check_amp(model::YOLOImpl& model, const c10::Device& device, c10::Scala
 bool cpuinfo_has_bf16(const std::string& cpuinfo);
 /// cpuinfo_has_bf16 of this machine's /proc/cpuinfo (read once); false when it cannot be read.
 bool cpu_supports_bf16();
+
+/// Mixed-precision policy of a training run (docs/recipe.md "AMP").
+struct AmpPolicy {
+  bool autocast = false;
+  c10::ScalarType dtype = c10::ScalarType::Float;  ///< autocast dtype (Half or BFloat16) when `autocast`
+  bool scaler = false;  ///< float16 needs loss scaling; bfloat16 has float32's exponent range and does not
+  bool warn = false;    ///< amp=true could not be honoured
+  std::string line;     ///< the one log line saying what was chosen and why
+  /// "float32", "bfloat16" or "float16": the precision the run trains in.
+  std::string precision() const;
+};
+
+/// The trainer's policy. amp=false → float32. CUDA → float16 autocast + GradScaler when check_amp(float16) passes,
+/// else float32. CPU → bfloat16 autocast (no scaler) when the CPU has bf16 instructions and check_amp(bfloat16)
+/// passes, else float32. Runs check_amp on `net` (no RNG drawn, BN statistics untouched).
+AmpPolicy choose_amp(bool amp, const c10::Device& device, model::YOLOImpl& net);
 
 }  // namespace yolo11::engine

@@ -25,4 +25,10 @@ LoadedDetector load_detector(const std::string& weights, const std::string& mode
 /// std::runtime_error for anything else (naming the accepted forms) and when CUDA is not available.
 torch::Device select_device(const std::string& device);
 
+/// The network input of a batch of images (Ultralytics preprocess: `img.to(device).float() / 255`): uint8
+/// [B, 3, H, W] RGB (any device; pinned host memory copies asynchronously) → float32 [B, 3, H, W] in [0, 1] on
+/// `device`, channels_last (NHWC) memory when `channels_last` (the layout the trainer and validator run in), else
+/// contiguous. Used by training, validation and prediction alike.
+at::Tensor to_input(const at::Tensor& images, const torch::Device& device, bool channels_last = true);
+
 }  // namespace yolo11::engine

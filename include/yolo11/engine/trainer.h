@@ -1,12 +1,16 @@
 #pragma once
-// engine::Trainer: the whole training run, top to bottom in src/engine/trainer.cpp (read it as the spec of a step).
+// engine::Trainer: one training run in the phases of Ultralytics' BaseTrainer: build_run (src/engine/run.cpp),
+// then train_epoch → train_step per batch → validate_and_save per epoch (src/engine/trainer.cpp: read train_step as
+// the spec of a step), firing callbacks (include/yolo11/engine/callbacks.h) at Ultralytics' events.
 #include <ATen/Tensor.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "yolo11/config/train_config.h"
+#include "yolo11/engine/callbacks.h"
 
 namespace yolo11::engine {
 
@@ -40,15 +44,40 @@ config::TrainConfig prepare_resume(const config::TrainConfig& cfg, const std::ve
 
 class Trainer {
  public:
-  /// Validates the config against the environment (dataset present, model YAML readable); throws
-  /// std::runtime_error with what to do otherwise.
+  /// Keeps the config; registers the default callbacks (console logger, plots, results, checkpoints). Nothing is
+  /// built before train().
   explicit Trainer(config::TrainConfig cfg, TrainerHooks hooks = {});
-  /// Runs every epoch: train, validate, log, checkpoint. Returns what the run achieved.
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  /// Registers `cb` for `e`; it runs after the default callbacks and earlier registrations.
+  void add_callback(Event e, Callback cb) { callbacks_.add(e, std::move(cb)); }
+  Callbacks& callbacks() { return callbacks_; }
+
+  /// Builds the run and runs every epoch: train, validate, log, checkpoint. Returns what the run achieved.
+  /// Throws std::runtime_error on bad config or data, and after 5 optimizer steps in a row with non-finite losses.
   TrainSummary train();
 
  private:
+  void train_epoch();
+  /// One batch: load → h2d → forward → loss → backward → [allreduce → optimizer → EMA]. False when the loader
+  /// ran out of batches early.
+  bool train_step(int64_t i);
+  /// After train_epoch: true when a stop signal (engine/interrupt.h) cut the epoch short (world 1); records it in
+  /// the summary and says how to resume. The partial epoch gets no validation, results row or checkpoint.
+  bool stopped_mid_epoch();
+  /// Optimizer step of train_step (after gradient accumulation): skip on non-finite loss, else unscale, clip,
+  /// step, update the scaler, zero the gradients. Returns whether the optimizer stepped.
+  bool optimizer_step();
+  void validate_and_save();
+  /// DDP: checks that the final weights are bitwise equal on every rank (TrainSummary::weights_identical).
+  void check_replicas();
+
   config::TrainConfig cfg_;
   TrainerHooks hooks_;
+  Callbacks callbacks_;
+  std::unique_ptr<Run> run_;
 };
 
 }  // namespace yolo11::engine

@@ -11,6 +11,8 @@
 
 namespace yolo11::model {
 
+class YOLOImpl;
+
 /// Ordered state_dict as PyTorch builds it: per module its own parameters, then its own buffers, then its
 /// children recursively, keys joined with '.'. Undefined tensors (e.g. a bias=false conv's bias) are skipped.
 /// The tensors alias the module's storage (no copies): writing into them (under NoGradGuard) changes the module.
@@ -44,5 +46,15 @@ TransferReport load_weights(torch::nn::Module& m, const std::string& path);
 /// `metadata` goes to `__metadata__` (plus "format": "pt" unless given). Throws std::runtime_error on I/O failure.
 void save_weights(const torch::nn::Module& m, const std::string& path,
                   const std::map<std::string, std::string>& metadata = {});
+
+/// Copies a (name, tensor) state into the tensors of `dst` with the same key (no grad; shapes must match; keys
+/// missing from `dst` are ignored). Used to build the validation copy of the EMA weights.
+void copy_state(const std::vector<std::pair<std::string, at::Tensor>>& src, torch::nn::Module& dst);
+
+/// Ultralytics `freeze=[i, ...]`: the parameters of layers `model.<i>.` get requires_grad=false (the DFL conv has no
+/// trainable parameters here either). Logs how many tensors were frozen; warns about indices the model lacks;
+/// throws std::runtime_error when nothing trainable is left (naming the layer count and a freeze that keeps the
+/// Detect head). Empty `freeze`: nothing happens.
+void freeze_layers(YOLOImpl& net, const std::vector<int64_t>& freeze);
 
 }  // namespace yolo11::model

@@ -1,0 +1,110 @@
+#pragma once
+// engine::Run: everything one training run holds (Ultralytics BaseTrainer's attributes), built by build_run() in
+// src/engine/run.cpp; the Trainer's phases (src/engine/trainer.cpp) and the callbacks work on it.
+#include <torch/torch.h>
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "yolo11/config/train_config.h"
+#include "yolo11/data/dataset_info.h"
+#include "yolo11/data/loader.h"
+#include "yolo11/dist/dist.h"
+#include "yolo11/engine/amp.h"
+#include "yolo11/engine/callbacks.h"
+#include "yolo11/engine/ema.h"
+#include "yolo11/engine/optimizer.h"
+#include "yolo11/engine/results.h"
+#include "yolo11/engine/schedule.h"
+#include "yolo11/engine/trainer.h"
+#include "yolo11/engine/validator.h"
+#include "yolo11/instrument/profiler.h"
+#include "yolo11/loss/detection_loss.h"
+#include "yolo11/model/yolo.h"
+
+namespace yolo11::engine {
+
+using Clock = std::chrono::steady_clock;
+
+/// Per-epoch accumulators of the training loop (reset by Trainer::train_epoch).
+struct EpochState {
+  Clock::time_point t_start;
+  at::Tensor loss_sum;        ///< [3] double on the device: Σ loss items of the epoch's steps
+  at::Tensor bad_since_step;  ///< 0-d bool on the device: a non-finite loss since the last optimizer step
+  int64_t seen_steps = 0;
+  int64_t amp_skipped = 0;    ///< GradScaler skips this epoch (inf/NaN gradients)
+  std::array<double, 3> tloss{0, 0, 0};  ///< mean losses; final at on_train_epoch_end
+  double t_train = 0;         ///< seconds the epoch's training part took
+  double t_val = 0;           ///< seconds its validation took (0 when not validated)
+};
+
+struct Run {
+  // ---- environment ----
+  config::TrainConfig& cfg;  ///< the Trainer's config (resume may have replaced it before the run was built)
+  dist::Env denv;
+  bool main_rank = true;     ///< rank 0 writes the run dir, logs, checkpoints and validates
+  bool resuming = false;
+  std::string run_dir;       ///< empty on ranks > 0
+  int cores = 1, threads = 1;
+  torch::Device device{torch::kCPU};
+  bool cuda = false;
+  std::unique_ptr<dist::ProcessGroup> pg;  ///< inactive at world 1: every collective is a no-op
+  Clock::time_point t_run;
+
+  // ---- data ----
+  data::DatasetInfo info;
+  int64_t nc = 0;
+  std::vector<std::string> names;
+  std::shared_ptr<data::Loader> train_loader, val_loader;  ///< val_loader on rank 0 only
+  int64_t nb = 0;            ///< batches per epoch
+
+  // ---- model, loss, optimization ----
+  model::ModelOptions mo;
+  model::YOLO net{nullptr};
+  std::optional<loss::DetectionLoss> criterion;
+  OptimizerChoice opt;
+  std::unique_ptr<Scheduler> sched;
+  std::unique_ptr<ModelEMA> ema;
+  AmpPolicy amp;
+  GradScaler scaler{GradScalerOptions{65536.0, 2.0, 0.5, 2000, /*enabled=*/false}};
+  std::unique_ptr<instrument::Profiler> prof;
+  std::optional<Validator> validator;  ///< rank 0 only
+  ResultsCsv results{""};    ///< appended (written) by rank 0 only
+  const Callbacks* callbacks = nullptr;
+  TrainerHooks hooks;
+
+  // ---- progress ----
+  int64_t start_epoch = 0;
+  int64_t epoch = 0;
+  int64_t global_step = 0;
+  double best_fitness = -1;
+  int64_t patience_left = 0;
+  int nan_streak = 0;
+  bool mosaic_closed = false;
+  bool stop = false;
+  EpochState ep;
+  TrainSummary summary;
+
+  explicit Run(config::TrainConfig& c) : cfg(c) {}
+  /// A context for `e` filled with what every event has (config, run dir, rank, epoch, step, lrs).
+  TrainContext context(Event e);
+  /// Builds the context for `e` (see context()), lets `fill` add event-specific fields, and fires the callbacks.
+  void fire(Event e, const std::function<void(TrainContext&)>& fill = {});
+};
+
+/// Builds the whole run in the order that fixes every random draw (run dir + logging, threads, seed, device,
+/// process group, loaders, model, loss, optimizer, scheduler, EMA, resume(), AMP policy, profiler, validator),
+/// firing on_pretrain_routine_start (after logging is set up) and on_pretrain_routine_end. Throws
+/// std::runtime_error with what to do on bad config (batch not a multiple of WORLD_SIZE, resume past epochs, ...).
+std::unique_ptr<Run> build_run(config::TrainConfig& cfg, const Callbacks& callbacks, TrainerHooks hooks);
+
+/// resume=PATH (already resolved by prepare_resume): loads the run's last checkpoint into the model, EMA, optimizer,
+/// RNG, scheduler and results; sets start_epoch and best_fitness. Returns the saved loss-scaler state (applied once
+/// the AMP policy is known). Throws std::runtime_error when no usable checkpoint exists or epochs are already done.
+NamedTensors resume(Run& run);
+
+}  // namespace yolo11::engine

@@ -1,0 +1,244 @@
+// engine::build_run and engine::resume (include/yolo11/engine/run.h): Ultralytics BaseTrainer._setup_train and
+// resume_training, in C++. The order of construction is the order of random draws: keep it.
+// DDP (WORLD_SIZE > 1, docs/dist.md): every rank builds the same run on its shard with batch / world; rank 0's
+// initial weights are broadcast; rank 0 alone writes the run dir and validates.
+#include "yolo11/engine/run.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
+
+#include "yolo11/build_info.h"
+#include "yolo11/compat.h"
+#include "yolo11/data/plots.h"
+#include "yolo11/engine/checkpoint.h"
+#include "yolo11/engine/data_setup.h"
+#include "yolo11/engine/fp_env.h"
+#include "yolo11/engine/inference.h"
+#include "yolo11/io/run_dir.h"
+#include "yolo11/model/weights.h"
+
+namespace yolo11::engine {
+namespace fs = std::filesystem;
+
+TrainContext Run::context(Event e) {
+  TrainContext c;
+  c.event = e;
+  c.cfg = &cfg;
+  c.run = this;
+  c.run_dir = run_dir;
+  c.rank = denv.rank;
+  c.world = denv.world;
+  c.main_rank = main_rank;
+  c.epoch = epoch;
+  c.epochs = cfg.epochs;
+  c.num_batches = nb;
+  c.global_step = global_step;
+  c.tloss = ep.tloss;
+  if (sched) c.lrs = sched->lrs();
+  return c;
+}
+
+void Run::fire(Event e, const std::function<void(TrainContext&)>& fill) {
+  if (callbacks == nullptr) return;
+  TrainContext c = context(e);
+  if (fill) fill(c);
+  callbacks->run(e, c);
+  if (c.stop) stop = true;
+}
+
+namespace {
+
+/// Run dir, logging, threads, seed, device and process group.
+void setup_environment(Run& r, const Callbacks& callbacks) {
+  auto& cfg = r.cfg;
+  r.t_run = Clock::now();
+  r.denv = dist::from_env();  // world 1 unless launched torchrun-style (docs/dist.md)
+  r.main_rank = r.denv.is_main();
+  if (r.denv.distributed() && (cfg.batch < r.denv.world || cfg.batch % r.denv.world != 0))  // before any rank writes
+    throw std::runtime_error(fmt::format("batch={} is the global batch and must be a multiple of WORLD_SIZE={} (each "
+                                         "rank trains on batch / WORLD_SIZE); pass batch={}", cfg.batch, r.denv.world,
+                                         std::max<int64_t>(1, cfg.batch / r.denv.world) * r.denv.world));
+  r.resuming = cfg.resume != "false";
+  if (r.main_rank) {
+    r.run_dir = r.resuming ? cfg.resume : io::make_run_dir(cfg.project, cfg.name, cfg.exist_ok);  // resume: the run's
+    fs::create_directories(r.run_dir + "/weights");
+    io::setup_run_logging(r.run_dir, r.resuming);
+    remove_stale_checkpoint_temps(r.run_dir + "/weights");  // temp files of saves a kill interrupted
+    cfg.save_args(r.run_dir);
+  } else {
+    io::setup_rank_logging(r.denv.rank);
+  }
+  {
+    TrainContext c;
+    c.event = Event::on_pretrain_routine_start;
+    c.cfg = &cfg;
+    c.run_dir = r.run_dir;
+    c.rank = r.denv.rank;
+    c.world = r.denv.world;
+    c.main_rank = r.main_rank;
+    c.epochs = cfg.epochs;
+    callbacks.run(Event::on_pretrain_routine_start, c);
+  }
+  r.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  r.threads = cfg.threads > 0 ? static_cast<int>(cfg.threads) : r.cores;
+  torch::set_num_threads(r.threads);
+  const std::string fp_env_line = flush_denormals();  // before the loader threads start: they inherit it (issue 15)
+  torch::manual_seed(cfg.seed);
+  r.device = select_device(cfg.device);
+  if (r.denv.distributed() && r.device.is_cuda())  // one GPU per process, as torchrun's LOCAL_RANK
+    r.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(r.denv.local_rank));
+  r.cuda = r.device.is_cuda();
+  dist::GroupOptions gopt;
+  gopt.cuda = r.cuda;
+  r.pg = std::make_unique<dist::ProcessGroup>(r.denv, gopt);
+  spdlog::info("yolo11-cpp {} | LibTorch {} | device {} | intra-op threads {} of {} cores | workers {}",
+               build::kVersion, build::kTorchVersion, r.device.str(), r.threads, r.cores, cfg.workers);
+  if (!r.cuda) spdlog::info("{}", fp_env_line);
+  if (r.pg->active())
+    spdlog::info("DDP: rank 0 of {} ({} via {}:{}), global batch {} = {} per rank; rank 0 alone writes {}",
+                 r.pg->world(), r.pg->backend(), r.denv.master_addr, r.denv.master_port, cfg.batch,
+                 cfg.batch / r.pg->world(), r.run_dir);
+}
+
+void setup_data(Run& r) {
+  auto& cfg = r.cfg;
+  r.info = data::load_dataset_yaml(cfg.data, cfg.datasets_dir);
+  r.nc = cfg.single_cls ? 1 : r.info.nc;
+  r.names = cfg.single_cls ? std::vector<std::string>{"item"} : r.info.names;
+  r.train_loader = make_train_loader(r.info, cfg, /*pin_memory=*/r.cuda, r.denv.rank, r.denv.world);
+  if (r.main_rank) r.val_loader = make_val_loader(r.info, r.info.val, cfg, cfg.batch * 2, "val");  // rank 0 validates
+  if (cfg.plots && r.main_rank) data::plot_labels(r.train_loader->dataset(), r.run_dir + "/labels.jpg");
+  r.nb = r.train_loader->num_batches();
+}
+
+void setup_model(Run& r) {
+  auto& cfg = r.cfg;
+  r.mo.yaml = model::resolve_model_yaml(cfg.model);
+  r.mo.scale = cfg.model_scale;
+  r.mo.nc = r.nc;
+  r.net = model::YOLO(r.mo);
+  if (cfg.pretrained != "true" && cfg.pretrained != "false" && !cfg.pretrained.empty())
+    spdlog::info("{}", model::load_weights(*r.net, cfg.pretrained).str());
+  else if (cfg.pretrained == "true")
+    spdlog::info("pretrained=true: no weights file given (pretrained=path.safetensors loads one); training from scratch");
+  spdlog::info("{}", r.net->summary(cfg.imgsz));
+  r.net->to(r.device);
+  // channels_last (NHWC) activations: oneDNN/cuDNN's preferred layout; yolo11n b16 256px fwd+bwd on 2 CPU cores
+  // 0.51 s vs 0.63 s NCHW (docs/benchmarks.md). Same numbers up to float rounding.
+  model::to_channels_last(*r.net);
+  r.pg->broadcast_parameters(*r.net, 0);  // DDP: every rank starts from rank 0's parameters and buffers
+  loss::LossGains gains{cfg.box, cfg.cls, cfg.dfl};
+  r.criterion.emplace(r.nc, r.net->strides(), r.net->reg_max(), gains);
+}
+
+void setup_optimization(Run& r) {
+  auto& cfg = r.cfg;
+  const int64_t n_images = static_cast<int64_t>(r.train_loader->dataset().size());
+  model::freeze_layers(*r.net, cfg.freeze);
+  const ParamGroups groups = build_param_groups(*r.net);
+  const int64_t accumulate0 = initial_accumulate(cfg.nbs, cfg.batch);
+  const double wd = scaled_weight_decay(cfg.weight_decay, cfg.batch, accumulate0, cfg.nbs);
+  const int64_t iterations = auto_rule_iterations(n_images, cfg.batch, cfg.nbs, cfg.epochs);
+  r.opt = build_optimizer(groups, cfg, r.nc, iterations, wd);
+  r.sched = std::make_unique<Scheduler>(*r.opt.opt, cfg, r.opt, r.nb);
+  r.ema = std::make_unique<ModelEMA>(model::state_dict(*r.net));
+}
+
+/// Mixed precision: autocast dtype, loss scaler (after resume: the check sees the trained weights).
+void setup_amp(Run& r, const NamedTensors& resumed_scaler) {
+  r.amp = choose_amp(r.cfg.amp, r.device, *r.net);
+  if (r.amp.warn) spdlog::warn("{}", r.amp.line);
+  else spdlog::info("{}", r.amp.line);
+  GradScalerOptions gso;
+  gso.enabled = r.amp.scaler;
+  r.scaler = GradScaler(gso);
+  if (r.scaler.enabled() && !resumed_scaler.empty()) {
+    r.scaler.load(resumed_scaler);
+    spdlog::info("resume: loss scale {} restored (growth tracker {})", r.scaler.get_scale(), r.scaler.growth_tracker());
+  }
+}
+
+void setup_instrumentation(Run& r) {
+  auto& cfg = r.cfg;
+  instrument::ProfilerOptions po;
+  po.level = instrument::parse_level(cfg.instrument);
+  po.log_every = cfg.log_every;
+  if (!cfg.trace_steps.empty()) po.trace_steps = std::make_pair(cfg.trace_steps.start, cfg.trace_steps.stop);
+  if (!cfg.trace_steps.empty() && po.level != instrument::Level::full)
+    spdlog::warn("trace_steps={}:{} ignored: trace.json is written with instrument=full (now instrument={})",
+                 cfg.trace_steps.start, cfg.trace_steps.stop, cfg.instrument);
+  if (!cfg.profile_steps.empty()) po.profile_steps = std::make_pair(cfg.profile_steps.start, cfg.profile_steps.stop);
+  po.sync = cfg.sync;
+  po.cuda = r.cuda;
+  po.run_dir = r.run_dir;
+  po.workers = static_cast<int>(cfg.workers);
+  po.batch = cfg.batch;
+  po.imgsz = cfg.imgsz;
+  po.cache = cfg.cache;
+  po.amp = r.amp.autocast;
+  po.cores = r.cores;
+  po.device = r.device.str();
+  po.log_lines = false;  // the console logger logs take_window_line() itself, after its progress line
+  r.prof = std::make_unique<instrument::Profiler>(po);
+}
+
+}  // namespace
+
+NamedTensors resume(Run& r) {
+  auto& cfg = r.cfg;
+  NamedTensors resumed_scaler;
+  auto ck = load_checkpoint(cfg.resume + "/weights", "last");  // every rank reads the run's checkpoint
+  if (!ck)
+    throw std::runtime_error("resume: no usable checkpoint in " + cfg.resume +
+                             "/weights (last.* and last.prev.* missing or damaged); start a new run instead");
+  model::transfer_weights(*r.net, ck->model, ck->path);
+  r.ema->load(ck->ema, ck->ema_updates);
+  if (!ck->optimizer.empty()) load_optimizer_state(*r.opt.opt, ck->optimizer);
+  if (ck->rng_cpu.defined()) restore_rng_state(ck->rng_cpu);
+  if (r.cuda && ck->rng_cuda.defined()) compat::set_cuda_rng_state(ck->rng_cuda, r.device.index());
+  resumed_scaler = ck->scaler;
+  r.start_epoch = ck->epoch + 1;
+  r.best_fitness = ck->best_fitness;
+  if (r.main_rank) {
+    r.results = ResultsCsv::parse(ck->results_csv, r.run_dir + "/results.csv");
+    r.results.truncate(r.start_epoch);
+  }
+  if (auto it = ck->extra.find("last_opt_step"); it != ck->extra.end()) r.sched->set_last_step(std::stoll(it->second));
+  restore_gradients(*r.net, ck->grads);  // accumulated past the epoch's last optimizer step
+  spdlog::info("Resuming training from {} (epoch {} done, best fitness {:.5f}, {} EMA updates) to {} epochs",
+               ck->path, r.start_epoch, r.best_fitness, ck->ema_updates, cfg.epochs);
+  if (r.start_epoch >= cfg.epochs)
+    throw std::runtime_error(fmt::format("resume: {} already trained {} of epochs={}; pass epochs=N with N > {} to "
+                                         "train longer", r.run_dir, r.start_epoch, cfg.epochs, r.start_epoch));
+  return resumed_scaler;
+}
+
+std::unique_ptr<Run> build_run(config::TrainConfig& cfg, const Callbacks& callbacks, TrainerHooks hooks) {
+  auto run = std::make_unique<Run>(cfg);
+  Run& r = *run;
+  r.hooks = std::move(hooks);
+  setup_environment(r, callbacks);
+  setup_data(r);
+  setup_model(r);
+  setup_optimization(r);
+  r.results = ResultsCsv(r.run_dir + "/results.csv");
+  const NamedTensors resumed_scaler = r.resuming ? resume(r) : NamedTensors{};
+  setup_amp(r, resumed_scaler);
+  setup_instrumentation(r);
+  if (r.main_rank)
+    r.validator.emplace(r.val_loader, r.names, ValidatorOptions{cfg.conf.value_or(0.001), cfg.iou, cfg.max_det,
+                                                               cfg.plots, r.run_dir, cfg.verbose});
+  r.patience_left = cfg.patience;
+  r.epoch = r.start_epoch;
+  r.global_step = r.start_epoch * r.nb;
+  r.summary.run_dir = r.run_dir;
+  r.summary.precision = r.amp.precision();
+  r.callbacks = &callbacks;
+  r.fire(Event::on_pretrain_routine_end);
+  return run;
+}
+
+}  // namespace yolo11::engine
