@@ -46,7 +46,10 @@ void Run::fire(Event e, const std::function<void(TrainContext&)>& fill) {
   TrainContext c = context(e);
   if (fill) fill(c);
   callbacks->run(e, c);
-  if (c.stop) stop = true;
+  if (c.stop && !stop) {
+    spdlog::info("Stopping training after epoch {}: a callback at {} asked to stop", epoch + 1, event_name(e));
+    stop = true;
+  }
 }
 
 namespace {

@@ -92,6 +92,7 @@ TrainSummary Trainer::train() {
     validate_and_save();
     if (r.stop) break;
   }
+  r.epoch = std::min(r.epoch, cfg_.epochs - 1);  // on_train_end sees the last epoch run, not one past it
   check_replicas();
   r.prof->finish();
   if (r.main_rank)

@@ -1,4 +1,5 @@
-// Profiler: stage timers, windows, epoch tables, breakdown.csv, summary.json, trace.json, Nsight capture range.
+// Profiler: stage timers, windows, epoch tables, Nsight capture range; the files it writes (breakdown.csv,
+// summary.json, trace.json) are in profiler_report.cpp.
 #include "yolo11/instrument/profiler.h"
 
 #include <spdlog/fmt/fmt.h>
@@ -7,18 +8,17 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "nvtx.h"
+#include "profiler_impl.h"
 #include "yolo11/compat.h"
 #include "yolo11/instrument/range.h"
 #include "yolo11/instrument/sampler.h"
 #include "yolo11/instrument/trace.h"
-#include "yolo11/io/file.h"
 
 namespace yolo11::instrument {
 
@@ -42,289 +42,152 @@ namespace {
 
 constexpr std::pair<int64_t, int64_t> kDefaultTraceSteps{5, 25};
 
-// Samples of one window / epoch / run, per stage index.
-struct Accum {
-  int64_t epoch = -1, first_step = -1, last_step = -1, images = 0;
-  int64_t t0_ns = 0, t1_ns = 0;
-  std::vector<double> step;                // wall seconds per step
-  std::vector<std::vector<double>> stage;  // per stage: seconds per step in which it ran / per call (epoch-level)
-  void reset(size_t n_stages) {
-    *this = Accum();
-    stage.resize(n_stages);
-  }
-  int64_t steps() const { return static_cast<int64_t>(step.size()); }
-};
-
-// One step whose GPU-timed stages may still be in flight.
-struct StepRecord {
-  int64_t step = 0, images = 0;
-  double wall = 0;
-  std::vector<double> seconds;  // per stage, summed over calls in the step
-  std::vector<char> ran;
-  std::vector<std::pair<int, int>> pending;  // (stage index, event slot)
-};
-
 }  // namespace
 
-struct Profiler::Impl {
-  ProfilerOptions o;
-  AdviceContext ctx;
-  std::vector<const char*> names;  // stage index → name (known stages first)
-  std::vector<char> per_epoch;     // stage index → epoch-level stage
-  std::vector<char> gpu_timed;     // stage index → timed with CUDA events
-  bool cuda_timing = false;
-  std::unique_ptr<compat::EventTimer> events;
-  std::unique_ptr<Sampler> sampler;
-
-  int64_t t_start = 0;
-  int64_t epoch = -1;
-  int64_t epoch_t0 = 0;
-  uint64_t epoch_nvtx = 0;
-  bool epoch_open = false, epoch_traced = false;
-  // The "epoch N" NVTX/trace range stays open after end_epoch() until the next begin_epoch() or finish(), so
-  // stages the trainer runs after taking the table (log, checkpoint) still nest inside it; their times are
-  // added to that epoch's breakdown.csv rows and summary.json entry ("late" stages).
-  bool epoch_range_open = false;
-  double closed_epoch_wall = 0;
-  WindowSummary closed_epoch;
-  int64_t step = -1;
-  int64_t step_t0 = 0, last_step_end = 0;
-  bool step_open = false;
-  StepRecord cur;
-  std::vector<StepRecord> window_steps;
-  int64_t window_t0 = 0;
-
-  Accum epoch_acc, run_acc;
-  std::vector<std::vector<double>> epoch_level;  // per stage: seconds per call outside steps, this epoch
-  WindowSummary last_window;
-  bool have_window = false;
-  Diagnosis last_diag;
-  bool have_diag = false;
-  std::optional<std::string> pending_line;
-  std::vector<nlohmann::json> epochs_json;
-
-  std::ofstream csv;
-  bool profiling = false, profile_done = false, finished = false;
-  int64_t windows = 0;
-
-  int index_of(const char* name) {
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == name || std::strcmp(names[i], name) == 0) return static_cast<int>(i);
-    }
-    names.push_back(name);
-    per_epoch.push_back(0);
-    gpu_timed.push_back(cuda_timing ? 1 : 0);
-    cur.seconds.resize(names.size(), 0.0);
-    cur.ran.resize(names.size(), 0);
-    epoch_acc.stage.resize(names.size());
-    run_acc.stage.resize(names.size());
-    epoch_level.resize(names.size());
-    return static_cast<int>(names.size() - 1);
+// ---- Impl: windows and epochs ------------------------------------------------------------------------------------
+int Profiler::Impl::index_of(const char* name) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name || std::strcmp(names[i], name) == 0) return static_cast<int>(i);
   }
+  names.push_back(name);
+  per_epoch.push_back(0);
+  gpu_timed.push_back(cuda_timing ? 1 : 0);
+  cur.seconds.resize(names.size(), 0.0);
+  cur.ran.resize(names.size(), 0);
+  epoch_acc.stage.resize(names.size());
+  run_acc.stage.resize(names.size());
+  epoch_level.resize(names.size());
+  return static_cast<int>(names.size() - 1);
+}
 
-  void new_step_record() {
-    cur.seconds.assign(names.size(), 0.0);
-    cur.ran.assign(names.size(), 0);
-    cur.pending.clear();
+void Profiler::Impl::new_step_record() {
+  cur.seconds.assign(names.size(), 0.0);
+  cur.ran.assign(names.size(), 0);
+  cur.pending.clear();
+}
+
+// GPU durations of the steps in the window: non-blocking queries first, then a wait on what is left
+// (one event wait per window, never a device-wide sync per stage).
+void Profiler::Impl::resolve(std::vector<StepRecord>& steps) {
+  for (auto& r : steps) {
+    for (auto& [idx, slot] : r.pending) {
+      std::optional<double> ms = events->query(slot);
+      const double s = (ms ? *ms : events->wait(slot)) / 1000.0;
+      r.seconds[idx] += s;
+      events->release(slot);
+    }
+    r.pending.clear();
   }
+}
 
-  // GPU durations of the steps in the window: non-blocking queries first, then a wait on what is left
-  // (one event wait per window, never a device-wide sync per stage).
-  void resolve(std::vector<StepRecord>& steps) {
-    for (auto& r : steps) {
-      for (auto& [idx, slot] : r.pending) {
-        std::optional<double> ms = events->query(slot);
-        const double s = (ms ? *ms : events->wait(slot)) / 1000.0;
-        r.seconds[idx] += s;
-        events->release(slot);
-      }
-      r.pending.clear();
-    }
+// val / checkpoint / log, and any stage opened outside a step, each as its share of the epoch's wall time.
+std::vector<StageSummary> Profiler::Impl::epoch_level_summaries(double epoch_wall) const {
+  std::vector<StageSummary> out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (epoch_level[i].empty()) continue;
+    StageSummary st;
+    st.name = names[i];
+    st.per_epoch = true;
+    summarize_samples(epoch_level[i], st);
+    st.share = epoch_wall > 0 ? st.total / epoch_wall : 0.0;
+    out.push_back(std::move(st));
   }
+  return out;
+}
 
-  // val / checkpoint / log, and any stage opened outside a step, each as its share of the epoch's wall time.
-  std::vector<StageSummary> epoch_level_summaries(double epoch_wall) const {
-    std::vector<StageSummary> out;
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (epoch_level[i].empty()) continue;
-      StageSummary st;
-      st.name = names[i];
-      st.per_epoch = true;
-      summarize_samples(epoch_level[i], st);
-      st.share = epoch_wall > 0 ? st.total / epoch_wall : 0.0;
-      out.push_back(std::move(st));
-    }
-    return out;
+WindowSummary Profiler::Impl::summarize(const std::string& kind, const Accum& a, bool with_epoch_level, double epoch_wall) const {
+  WindowSummary w;
+  w.kind = kind;
+  w.epoch = a.epoch;
+  w.first_step = a.first_step;
+  w.last_step = a.last_step;
+  w.steps = a.steps();
+  w.images = a.images;
+  summarize_samples(a.step, w.step);
+  w.step.name = "step";
+  w.step.share = 1.0;
+  w.images_per_s = w.step.total > 0 ? static_cast<double>(a.images) / w.step.total : 0.0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (per_epoch[i]) continue;
+    StageSummary s;
+    s.name = names[i];
+    summarize_samples(a.stage[i], s);
+    s.share = w.step.total > 0 ? s.total / w.step.total : 0.0;
+    if (s.count > 0 || i < kStepStages.size()) w.stages.push_back(s);
   }
-
-  WindowSummary summarize(const std::string& kind, const Accum& a, bool with_epoch_level, double epoch_wall) const {
-    WindowSummary w;
-    w.kind = kind;
-    w.epoch = a.epoch;
-    w.first_step = a.first_step;
-    w.last_step = a.last_step;
-    w.steps = a.steps();
-    w.images = a.images;
-    summarize_samples(a.step, w.step);
-    w.step.name = "step";
-    w.step.share = 1.0;
-    w.images_per_s = w.step.total > 0 ? static_cast<double>(a.images) / w.step.total : 0.0;
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (per_epoch[i]) continue;
-      StageSummary s;
-      s.name = names[i];
-      summarize_samples(a.stage[i], s);
-      s.share = w.step.total > 0 ? s.total / w.step.total : 0.0;
-      if (s.count > 0 || i < kStepStages.size()) w.stages.push_back(s);
-    }
-    if (with_epoch_level) {
-      for (auto& st : epoch_level_summaries(epoch_wall)) w.stages.push_back(std::move(st));
-    }
-    if (sampler && a.t1_ns > a.t0_ns) {
-      const SampleAggregate g = sampler->aggregate(a.t0_ns, a.t1_ns);
-      w.gpu_util = g.gpu_util;
-      w.gpu_mem_mb = g.gpu_mem_mb;
-      w.peak_alloc_mb = g.peak_alloc_mb;
-      w.cpu_percent = g.cpu_percent;
-      w.rss_mb = g.rss_mb;
-    }
-    return w;
+  if (with_epoch_level) {
+    for (auto& st : epoch_level_summaries(epoch_wall)) w.stages.push_back(std::move(st));
   }
-
-  void add_to(Accum& a, const StepRecord& r) {
-    if (a.first_step < 0) a.first_step = r.step;
-    a.last_step = r.step;
-    a.images += r.images;
-    a.step.push_back(r.wall);
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (r.ran[i]) a.stage[i].push_back(r.seconds[i]);
-    }
+  if (sampler && a.t1_ns > a.t0_ns) {
+    const SampleAggregate g = sampler->aggregate(a.t0_ns, a.t1_ns);
+    w.gpu_util = g.gpu_util;
+    w.gpu_mem_mb = g.gpu_mem_mb;
+    w.peak_alloc_mb = g.peak_alloc_mb;
+    w.cpu_percent = g.cpu_percent;
+    w.rss_mb = g.rss_mb;
   }
+  return w;
+}
 
-  // breakdown.csv rows are buffered and written at most once a minute from end_step, and at every epoch end
-  // and finish: the trainer thread makes no file I/O in ordinary steps.
-  static constexpr int64_t kCsvFlushNs = 60'000'000'000;
-  std::string csv_buffer;
-  int64_t csv_last_flush = 0;
-
-  void flush_csv() {
-    if (o.run_dir.empty() || csv_buffer.empty()) return;
-    const std::string path = o.run_dir + "/breakdown.csv";
-    if (!csv.is_open()) {
-      const bool fresh = !std::filesystem::exists(path) || std::filesystem::file_size(path) == 0;
-      csv.open(path, std::ios::app);
-      if (!csv) throw std::runtime_error("instrument: cannot open " + path + " for writing; check run_dir permissions");
-      if (fresh) {
-        csv << "kind,epoch,first_step,last_step,steps,images,stage,count,mean_s,p50_s,p95_s,max_s,share,"
-               "images_per_s,gpu_util,cpu_percent,rss_mb,gpu_mem_mb,diagnosis\n";
-      }
-    }
-    csv << csv_buffer;
-    csv.flush();
-    csv_buffer.clear();
-    csv_last_flush = now_ns();
+void Profiler::Impl::add_to(Accum& a, const StepRecord& r) {
+  if (a.first_step < 0) a.first_step = r.step;
+  a.last_step = r.step;
+  a.images += r.images;
+  a.step.push_back(r.wall);
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (r.ran[i]) a.stage[i].push_back(r.seconds[i]);
   }
+}
 
-  void write_csv(const WindowSummary& w, const Diagnosis& d, bool with_step_row = true) {
-    if (o.run_dir.empty()) return;
-    auto row = [&](const StageSummary& s, const std::string& diag) {
-      csv_buffer += fmt::format(
-          "{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},{:.3f},{:.1f},{:.1f},{:.1f},{:.1f},\"{}\"\n", w.kind,
-          w.epoch, w.first_step, w.last_step, w.steps, w.images, s.name, s.count, s.mean, s.p50, s.p95, s.max, s.share,
-          w.images_per_s, w.gpu_util, w.cpu_percent, w.rss_mb, w.gpu_mem_mb, diag);
-    };
-    for (const auto& s : w.stages) {
-      if (s.count > 0) row(s, s.per_epoch ? "per_epoch" : "");
-    }
-    std::string diag = d.to_string();
-    std::replace(diag.begin(), diag.end(), '"', '\'');
-    if (with_step_row) row(w.step, diag);
-    if (w.kind != "window" || now_ns() - csv_last_flush >= kCsvFlushNs) flush_csv();
+void Profiler::Impl::close_window(int64_t t_end) {
+  if (window_steps.empty()) return;
+  if (cuda_timing) resolve(window_steps);
+  Accum a;
+  a.reset(names.size());
+  a.epoch = epoch;
+  a.t0_ns = window_t0;
+  a.t1_ns = t_end;
+  for (const auto& r : window_steps) {
+    add_to(a, r);
+    add_to(epoch_acc, r);
+    add_to(run_acc, r);
   }
-
-  void close_window(int64_t t_end) {
-    if (window_steps.empty()) return;
-    if (cuda_timing) resolve(window_steps);
-    Accum a;
-    a.reset(names.size());
-    a.epoch = epoch;
-    a.t0_ns = window_t0;
-    a.t1_ns = t_end;
-    for (const auto& r : window_steps) {
-      add_to(a, r);
-      add_to(epoch_acc, r);
-      add_to(run_acc, r);
-    }
-    window_steps.clear();
-    window_t0 = t_end;
-    last_window = summarize("window", a, false, 0);
-    have_window = true;
-    const Diagnosis d = instrument::diagnose(last_window, ctx, o.thresholds);
-    const std::string line = format_window_line(last_window);
-    pending_line = line;
-    if (o.log_lines) spdlog::info("{}", line);
-    if (!have_diag || d.bottleneck != last_diag.bottleneck) {
-      spdlog::info("diagnosis (steps {}-{}): {}", a.first_step, a.last_step, d.to_string());
-    }
-    last_diag = d;
-    have_diag = true;
-    ++windows;
-    write_csv(last_window, d);
+  window_steps.clear();
+  window_t0 = t_end;
+  last_window = summarize("window", a, false, 0);
+  have_window = true;
+  const Diagnosis d = instrument::diagnose(last_window, ctx, o.thresholds);
+  const std::string line = format_window_line(last_window);
+  pending_line = line;
+  if (o.log_lines) spdlog::info("{}", line);
+  if (!have_diag || d.bottleneck != last_diag.bottleneck) {
+    spdlog::info("diagnosis (steps {}-{}): {}", a.first_step, a.last_step, d.to_string());
   }
+  last_diag = d;
+  have_diag = true;
+  ++windows;
+  write_csv(last_window, d);
+}
 
-  void close_epoch_range(int64_t end) {
-    if (!epoch_range_open) return;
-    epoch_range_open = false;
-    nvtx::end(epoch_nvtx);
-    trace::complete(fmt::format("epoch {}", closed_epoch.epoch), epoch_t0, end, closed_epoch.epoch, epoch_traced);
-    WindowSummary late = closed_epoch;
-    late.stages = epoch_level_summaries(closed_epoch_wall);
-    for (auto& samples : epoch_level) samples.clear();
-    if (late.stages.empty()) return;
-    write_csv(late, Diagnosis{}, /*with_step_row=*/false);
-    if (!epochs_json.empty()) {
-      for (const auto& st : late.stages) {
-        epochs_json.back()["stages"].push_back({{"name", st.name}, {"count", st.count}, {"total_s", st.total},
-                                                {"mean_s", st.mean}, {"p50_s", st.p50}, {"p95_s", st.p95},
-                                                {"max_s", st.max}, {"share", st.share}, {"per_epoch", true},
-                                                {"after_table", true}});
-      }
+void Profiler::Impl::close_epoch_range(int64_t end) {
+  if (!epoch_range_open) return;
+  epoch_range_open = false;
+  nvtx::end(epoch_nvtx);
+  trace::complete(fmt::format("epoch {}", closed_epoch.epoch), epoch_t0, end, closed_epoch.epoch, epoch_traced);
+  WindowSummary late = closed_epoch;
+  late.stages = epoch_level_summaries(closed_epoch_wall);
+  for (auto& samples : epoch_level) samples.clear();
+  if (late.stages.empty()) return;
+  write_csv(late, Diagnosis{}, /*with_step_row=*/false);
+  if (!epochs_json.empty()) {
+    for (const auto& st : late.stages) {
+      epochs_json.back()["stages"].push_back({{"name", st.name}, {"count", st.count}, {"total_s", st.total},
+                                              {"mean_s", st.mean}, {"p50_s", st.p50}, {"p95_s", st.p95},
+                                              {"max_s", st.max}, {"share", st.share}, {"per_epoch", true},
+                                              {"after_table", true}});
     }
   }
-
-  nlohmann::json to_json(const WindowSummary& w, const Diagnosis* d) const {
-    nlohmann::json stages = nlohmann::json::array();
-    for (const auto& s : w.stages) {
-      if (s.count == 0) continue;
-      stages.push_back({{"name", s.name}, {"count", s.count}, {"total_s", s.total}, {"mean_s", s.mean},
-                        {"p50_s", s.p50}, {"p95_s", s.p95}, {"max_s", s.max}, {"share", s.share},
-                        {"per_epoch", s.per_epoch}});
-    }
-    auto na = [](double v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
-    nlohmann::json j = {{"kind", w.kind},
-                        {"epoch", w.epoch},
-                        {"first_step", w.first_step},
-                        {"last_step", w.last_step},
-                        {"steps", w.steps},
-                        {"images", w.images},
-                        {"images_per_s", w.images_per_s},
-                        {"step", {{"mean_s", w.step.mean}, {"p50_s", w.step.p50}, {"p95_s", w.step.p95},
-                                  {"max_s", w.step.max}, {"total_s", w.step.total}}},
-                        {"stages", stages},
-                        {"gpu_util", na(w.gpu_util)},
-                        {"gpu_mem_mb", na(w.gpu_mem_mb)},
-                        {"peak_alloc_mb", na(w.peak_alloc_mb)},
-                        {"cpu_percent", na(w.cpu_percent)},
-                        {"rss_mb", na(w.rss_mb)}};
-    if (d != nullptr) {
-      j["diagnosis"] = {{"bottleneck", to_string(d->bottleneck)}, {"reason", d->reason}, {"advice", d->advice},
-                        {"data_share", d->data_share},           {"data_tail", d->data_tail},
-                        {"compute_share", d->compute_share},     {"optimizer_share", d->optimizer_share},
-                        {"text", d->to_string()}};
-    }
-    return j;
-  }
-};
+}
 
 // ---- Stage --------------------------------------------------------------------------------------------------------
 Stage::Stage(Stage&& o) noexcept
@@ -559,57 +422,7 @@ void Profiler::finish() {
   }
   m.sampler->sample_now();
   m.sampler->stop();
-  if (!m.o.run_dir.empty()) {
-    m.run_acc.t0_ns = m.t_start;
-    m.run_acc.t1_ns = now_ns();
-    const WindowSummary run = m.summarize("run", m.run_acc, false, 0);
-    const Diagnosis d = instrument::diagnose(run, m.ctx, m.o.thresholds);
-    const ProfilerOptions& o = m.o;
-    auto range = [](const std::optional<std::pair<int64_t, int64_t>>& r) {
-      return r ? nlohmann::json({r->first, r->second}) : nlohmann::json(nullptr);
-    };
-    nlohmann::json j = {
-        {"level", to_string(o.level)},
-        {"options",
-         {{"log_every", o.log_every}, {"trace_steps", range(o.trace_steps)}, {"profile_steps", range(o.profile_steps)},
-          {"sync", o.sync}, {"cuda", o.cuda}, {"cuda_events", m.cuda_timing}, {"sample_hz", o.sample_hz},
-          {"workers", o.workers}, {"batch", o.batch}, {"imgsz", o.imgsz}, {"cache", o.cache}, {"amp", o.amp},
-          {"cores", o.cores}, {"device", o.device}}},
-        {"nvml", m.sampler->has_nvml()},
-        {"gpu_name", m.sampler->gpu_name()},
-        {"wall_s", static_cast<double>(m.run_acc.t1_ns - m.t_start) * 1e-9},
-        {"run", m.to_json(run, &d)},
-        {"epochs", m.epochs_json},
-        {"diagnosis", d.to_string()}};
-    // A resumed run: keep the epochs an earlier process of this run recorded (before this process's first epoch),
-    // so summary.json covers the whole run like breakdown.csv and train.log. "run" stays this process's summary.
-    const std::string old_path = o.run_dir + "/summary.json";
-    if (!m.epochs_json.empty() && std::filesystem::exists(old_path)) {
-      const auto old = nlohmann::json::parse(io::read_file(old_path), nullptr, /*allow_exceptions=*/false);
-      const int64_t first = m.epochs_json.front().value("epoch", int64_t{0});
-      if (!old.is_discarded() && old.contains("epochs") && old["epochs"].is_array()) {
-        nlohmann::json merged = nlohmann::json::array();
-        for (const auto& e : old["epochs"])
-          if (e.is_object() && e.value("epoch", first) < first) merged.push_back(e);
-        if (!merged.empty()) {
-          for (const auto& e : m.epochs_json) merged.push_back(e);
-          j["epochs"] = std::move(merged);
-          j["resumed_at_epoch"] = first;
-        }
-      }
-    }
-    if (o.cuda) {
-      const int64_t peak = compat::peak_memory_allocated(o.cuda_device);
-      j["peak_alloc_mb"] = peak >= 0 ? nlohmann::json(static_cast<double>(peak) / (1024.0 * 1024.0)) : nullptr;
-    }
-    if (o.level == Level::full && traced) {
-      const std::string trace_path = o.run_dir + "/trace.json";
-      trace::write(trace_path, nlohmann::json({{"yolo11", {{"trace_steps", range(o.trace_steps)}}}}).dump());
-      j["trace"] = trace_path;
-    }
-    io::write_file_atomic(o.run_dir + "/summary.json", j.dump(2));
-    spdlog::info("instrument: run diagnosis: {}", d.to_string());
-  }
+  m.write_summary(traced);
   m.flush_csv();
   if (m.csv.is_open()) m.csv.close();
 }

@@ -87,7 +87,8 @@ struct TrainContext {
   const EpochResult* row = nullptr;  ///< on_fit_epoch_end, on_model_save
   double fitness = 0;        ///< on_fit_epoch_end, on_model_save
   bool is_best = false;      ///< on_model_save: this epoch improved best_fitness
-  bool stop = false;         ///< on_fit_epoch_end: a callback may set it to stop after this epoch
+  bool stop = false;         ///< set by a callback (usually at on_fit_epoch_end): the run ends after this epoch's
+                             ///< checkpoint, with on_train_end and teardown (logged; DDP: rank 0's decision rules)
 };
 
 using Callback = std::function<void(TrainContext&)>;

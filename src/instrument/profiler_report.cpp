@@ -1,0 +1,136 @@
+// Profiler reports (src/instrument/profiler_impl.h): breakdown.csv rows, the JSON of a window / epoch / run,
+// summary.json (merged across a resume) and trace.json.
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+
+#include "profiler_impl.h"
+#include "yolo11/instrument/trace.h"
+#include "yolo11/io/file.h"
+
+namespace yolo11::instrument {
+
+void Profiler::Impl::flush_csv() {
+  if (o.run_dir.empty() || csv_buffer.empty()) return;
+  const std::string path = o.run_dir + "/breakdown.csv";
+  if (!csv.is_open()) {
+    const bool fresh = !std::filesystem::exists(path) || std::filesystem::file_size(path) == 0;
+    csv.open(path, std::ios::app);
+    if (!csv) throw std::runtime_error("instrument: cannot open " + path + " for writing; check run_dir permissions");
+    if (fresh) {
+      csv << "kind,epoch,first_step,last_step,steps,images,stage,count,mean_s,p50_s,p95_s,max_s,share,"
+             "images_per_s,gpu_util,cpu_percent,rss_mb,gpu_mem_mb,diagnosis\n";
+    }
+  }
+  csv << csv_buffer;
+  csv.flush();
+  csv_buffer.clear();
+  csv_last_flush = now_ns();
+}
+
+void Profiler::Impl::write_csv(const WindowSummary& w, const Diagnosis& d, bool with_step_row) {
+  if (o.run_dir.empty()) return;
+  auto row = [&](const StageSummary& s, const std::string& diag) {
+    csv_buffer += fmt::format(
+        "{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},{:.3f},{:.1f},{:.1f},{:.1f},{:.1f},\"{}\"\n", w.kind,
+        w.epoch, w.first_step, w.last_step, w.steps, w.images, s.name, s.count, s.mean, s.p50, s.p95, s.max, s.share,
+        w.images_per_s, w.gpu_util, w.cpu_percent, w.rss_mb, w.gpu_mem_mb, diag);
+  };
+  for (const auto& s : w.stages) {
+    if (s.count > 0) row(s, s.per_epoch ? "per_epoch" : "");
+  }
+  std::string diag = d.to_string();
+  std::replace(diag.begin(), diag.end(), '"', '\'');
+  if (with_step_row) row(w.step, diag);
+  if (w.kind != "window" || now_ns() - csv_last_flush >= kCsvFlushNs) flush_csv();
+}
+
+nlohmann::json Profiler::Impl::to_json(const WindowSummary& w, const Diagnosis* d) const {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& s : w.stages) {
+    if (s.count == 0) continue;
+    stages.push_back({{"name", s.name}, {"count", s.count}, {"total_s", s.total}, {"mean_s", s.mean},
+                      {"p50_s", s.p50}, {"p95_s", s.p95}, {"max_s", s.max}, {"share", s.share},
+                      {"per_epoch", s.per_epoch}});
+  }
+  auto na = [](double v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json j = {{"kind", w.kind},
+                      {"epoch", w.epoch},
+                      {"first_step", w.first_step},
+                      {"last_step", w.last_step},
+                      {"steps", w.steps},
+                      {"images", w.images},
+                      {"images_per_s", w.images_per_s},
+                      {"step", {{"mean_s", w.step.mean}, {"p50_s", w.step.p50}, {"p95_s", w.step.p95},
+                                {"max_s", w.step.max}, {"total_s", w.step.total}}},
+                      {"stages", stages},
+                      {"gpu_util", na(w.gpu_util)},
+                      {"gpu_mem_mb", na(w.gpu_mem_mb)},
+                      {"peak_alloc_mb", na(w.peak_alloc_mb)},
+                      {"cpu_percent", na(w.cpu_percent)},
+                      {"rss_mb", na(w.rss_mb)}};
+  if (d != nullptr) {
+    j["diagnosis"] = {{"bottleneck", to_string(d->bottleneck)}, {"reason", d->reason}, {"advice", d->advice},
+                      {"data_share", d->data_share},           {"data_tail", d->data_tail},
+                      {"compute_share", d->compute_share},     {"optimizer_share", d->optimizer_share},
+                      {"text", d->to_string()}};
+  }
+  return j;
+}
+
+void Profiler::Impl::write_summary(bool traced) {
+  if (o.run_dir.empty()) return;
+  run_acc.t0_ns = t_start;
+  run_acc.t1_ns = now_ns();
+  const WindowSummary run = summarize("run", run_acc, false, 0);
+  const Diagnosis d = instrument::diagnose(run, ctx, o.thresholds);
+  auto range = [](const std::optional<std::pair<int64_t, int64_t>>& r) {
+    return r ? nlohmann::json({r->first, r->second}) : nlohmann::json(nullptr);
+  };
+  nlohmann::json j = {
+      {"level", to_string(o.level)},
+      {"options",
+       {{"log_every", o.log_every}, {"trace_steps", range(o.trace_steps)}, {"profile_steps", range(o.profile_steps)},
+        {"sync", o.sync}, {"cuda", o.cuda}, {"cuda_events", cuda_timing}, {"sample_hz", o.sample_hz},
+        {"workers", o.workers}, {"batch", o.batch}, {"imgsz", o.imgsz}, {"cache", o.cache}, {"amp", o.amp},
+        {"cores", o.cores}, {"device", o.device}}},
+      {"nvml", sampler->has_nvml()},
+      {"gpu_name", sampler->gpu_name()},
+      {"wall_s", static_cast<double>(run_acc.t1_ns - t_start) * 1e-9},
+      {"run", to_json(run, &d)},
+      {"epochs", epochs_json},
+      {"diagnosis", d.to_string()}};
+  // A resumed run: keep the epochs an earlier process of this run recorded (before this process's first epoch),
+  // so summary.json covers the whole run like breakdown.csv and train.log. "run" stays this process's summary.
+  const std::string old_path = o.run_dir + "/summary.json";
+  if (!epochs_json.empty() && std::filesystem::exists(old_path)) {
+    const auto old = nlohmann::json::parse(io::read_file(old_path), nullptr, /*allow_exceptions=*/false);
+    const int64_t first = epochs_json.front().value("epoch", int64_t{0});
+    if (!old.is_discarded() && old.contains("epochs") && old["epochs"].is_array()) {
+      nlohmann::json merged = nlohmann::json::array();
+      for (const auto& e : old["epochs"])
+        if (e.is_object() && e.value("epoch", first) < first) merged.push_back(e);
+      if (!merged.empty()) {
+        for (const auto& e : epochs_json) merged.push_back(e);
+        j["epochs"] = std::move(merged);
+        j["resumed_at_epoch"] = first;
+      }
+    }
+  }
+  if (o.cuda) {
+    const int64_t peak = compat::peak_memory_allocated(o.cuda_device);
+    j["peak_alloc_mb"] = peak >= 0 ? nlohmann::json(static_cast<double>(peak) / (1024.0 * 1024.0)) : nullptr;
+  }
+  if (o.level == Level::full && traced) {
+    const std::string trace_path = o.run_dir + "/trace.json";
+    trace::write(trace_path, nlohmann::json({{"yolo11", {{"trace_steps", range(o.trace_steps)}}}}).dump());
+    j["trace"] = trace_path;
+  }
+  io::write_file_atomic(o.run_dir + "/summary.json", j.dump(2));
+  spdlog::info("instrument: run diagnosis: {}", d.to_string());
+}
+
+}  // namespace yolo11::instrument
