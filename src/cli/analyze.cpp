@@ -1,0 +1,50 @@
+// yolo11 analyze / yolo11-analyze RUN_DIR_OR_LOG: per-stage summary and bottleneck diagnosis of any instrumented run, from its
+// breakdown.csv or the window lines of its train.log.
+#include "yolo11/cli/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "yolo11/instrument/analyze.h"
+
+namespace yolo11::cli {
+
+int analyze(int argc, char** argv) {
+  CLI::App app{"Per-stage time breakdown and bottleneck diagnosis of a yolo11 training run"};
+  std::string path;
+  bool json = false;
+  app.add_option("path", path, "run directory (breakdown.csv or train.log inside) or a breakdown.csv / log file")
+      ->required();
+  app.add_flag("--json", json, "print the combined summary and diagnosis as JSON");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const auto r = yolo11::instrument::analyze_run(path);
+    if (!json) {
+      std::cout << r.report;
+      return 0;
+    }
+    nlohmann::json stages = nlohmann::json::array();
+    for (const auto& s : r.overall.stages) {
+      stages.push_back({{"name", s.name}, {"mean_s", s.mean}, {"p50_s", s.p50}, {"p95_s", s.p95}, {"max_s", s.max},
+                        {"share", s.share}});
+    }
+    const nlohmann::json j = {{"source", r.source},
+                              {"windows", r.windows.size()},
+                              {"steps", r.overall.steps},
+                              {"step_mean_s", r.overall.step.mean},
+                              {"images_per_s", r.overall.images_per_s},
+                              {"stages", stages},
+                              {"bottleneck", yolo11::instrument::to_string(r.diagnosis.bottleneck)},
+                              {"reason", r.diagnosis.reason},
+                              {"advice", r.diagnosis.advice},
+                              {"context_source", r.context_source.empty() ? "unknown (defaults assumed)" : r.context_source}};
+    std::cout << j.dump(2) << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "yolo11-analyze: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace yolo11::cli

@@ -1,0 +1,153 @@
+// The `yolo11` front end (include/yolo11/cli/cli.h): Ultralytics' `yolo MODE key=value ...` over the entry points of
+// the yolo11-<mode> executables.
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "yolo11/cli/cli.h"
+#include "yolo11/config/train_config.h"
+
+namespace yolo11::cli {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
+}
+
+const Mode* find_mode(const std::string& name) {
+  for (const auto& m : modes())
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+void print_help(const Mode* only) {
+  if (only == nullptr) {
+    std::printf("yolo11: YOLO11 detection in C++ (LibTorch), Ultralytics-style command line.\n\n"
+                "Usage: yolo11 MODE key=value ...    (yolo11 help MODE: the keys of one mode; yolo11 MODE --help: "
+                "its options)\n\nModes:\n");
+    for (const auto& m : modes()) std::printf("  %-8s %s\n", m.name.c_str(), m.summary.c_str());
+    std::printf("\nExamples:\n"
+                "  yolo11 train data=configs/datasets/coco8.yaml model=yolo11n.yaml epochs=3 imgsz=320\n"
+                "  yolo11 val weights=runs/train/train/weights/best.safetensors data=configs/datasets/coco8.yaml\n"
+                "  yolo11 predict weights=best.safetensors source=datasets/coco8/images/val conf=0.25\n"
+                "  yolo11 analyze runs/train/train\n"
+                "  yolo11 synth out=datasets/synth train=64 val=16\n\nKeys:\n");
+  }
+  for (const auto& m : modes()) {
+    if (only != nullptr && &m != only) continue;
+    if (only != nullptr) std::printf("yolo11 %s: %s\n", m.name.c_str(), m.summary.c_str());
+    std::string line = "  " + m.name + ":";
+    for (const auto& k : m.keys) {  // wrapped at 100 columns
+      if (line.size() + 1 + k.size() > 100) {
+        std::printf("%s\n", line.c_str());
+        line = std::string(m.name.size() + 3, ' ');
+      }
+      line += " " + k;
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+}  // namespace
+
+const std::vector<Mode>& modes() {
+  static const std::vector<Mode> m = [] {
+    std::vector<std::string> train_keys = {"cfg"};
+    for (const auto& k : config::config_keys()) train_keys.push_back(k);
+    return std::vector<Mode>{
+        {"train", "train a model (configs/default.yaml keys; resume=RUN continues a run)", train_keys, &train},
+        {"val", "mAP of weights on a dataset split",
+         {"weights", "data", "imgsz", "batch", "conf", "iou", "max_det", "workers", "device", "split", "plots",
+          "project", "name", "exist_ok", "model", "threads", "datasets_dir"},
+         &val},
+        {"predict", "detect objects in an image or a folder of images",
+         {"weights", "source", "imgsz", "conf", "iou", "max_det", "save_txt", "save_conf", "line_width", "device",
+          "project", "name", "exist_ok", "data"},
+         &predict},
+        {"analyze", "per-stage time breakdown and bottleneck diagnosis of a run", {"path", "json"}, &analyze},
+        {"synth", "write a synthetic shapes dataset (train/val + data.yaml)",
+         {"out", "train", "val", "imgsz", "max_objects", "seed", "ext"}, &synth},
+    };
+  }();
+  return m;
+}
+
+std::vector<std::string> translate_args(const std::string& mode, const std::vector<std::string>& args) {
+  const Mode* m = find_mode(mode);
+  if (m == nullptr) throw std::invalid_argument("unknown mode '" + mode + "'");
+  std::vector<std::string> out;
+  for (const auto& a : args) {
+    const auto eq = a.find('=');
+    const std::string k = eq == std::string::npos ? std::string() : a.substr(0, eq);
+    const std::string v = eq == std::string::npos ? a : a.substr(eq + 1);
+    if (mode == "train" || a.rfind("-", 0) == 0) {  // train reads key=value itself; --options pass through
+      out.push_back(a);
+    } else if ((mode == "val" || mode == "predict") &&
+               (k == "weights" || (k == "model" && ends_with(v, ".safetensors")))) {
+      out.insert(out.end(), {"--weights", v});
+    } else if ((mode == "val" && k == "data") || (mode == "predict" && k == "source")) {
+      out.insert(out.end(), {"--" + k, v});
+    } else if (mode == "val" || mode == "predict") {
+      out.push_back(a);
+    } else if (mode == "analyze" && (k == "path" || eq == std::string::npos)) {
+      out.push_back(v);
+    } else if (mode == "analyze" && k == "json") {
+      if (v == "true" || v == "True" || v == "1") out.push_back("--json");
+    } else if (mode == "synth" && std::find(m->keys.begin(), m->keys.end(), k) != m->keys.end()) {
+      std::string flag = k;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      out.insert(out.end(), {"--" + flag, v});
+    } else {
+      throw std::invalid_argument("yolo11 " + mode + ": '" + a + "' is not one of its keys (" + join(m->keys, " ") +
+                                  ")");
+    }
+  }
+  return out;
+}
+
+int dispatch(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args.front() == "detect") args.erase(args.begin());  // `yolo detect train ...`: the only task
+  if (args.empty() || args.front() == "help" || args.front() == "--help" || args.front() == "-h") {
+    const Mode* only = args.size() > 1 ? find_mode(args[1]) : nullptr;
+    if (args.size() > 1 && only == nullptr) {
+      std::fprintf(stderr, "yolo11 help: unknown mode '%s'\n", args[1].c_str());
+      print_help(nullptr);
+      return 2;
+    }
+    print_help(only);
+    return args.empty() ? 2 : 0;
+  }
+  const Mode* m = find_mode(args.front());
+  if (m == nullptr) {
+    std::vector<std::string> names;
+    for (const auto& x : modes()) names.push_back(x.name);
+    std::fprintf(stderr, "yolo11: unknown mode '%s'; the modes are %s (yolo11 help lists their keys)\n",
+                 args.front().c_str(), join(names, ", ").c_str());
+    return 2;
+  }
+  std::vector<std::string> rest;
+  try {
+    rest = translate_args(m->name, std::vector<std::string>(args.begin() + 1, args.end()));
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  std::vector<std::string> storage{"yolo11 " + m->name};
+  storage.insert(storage.end(), rest.begin(), rest.end());
+  std::vector<char*> av;
+  for (auto& s : storage) av.push_back(s.data());
+  av.push_back(nullptr);
+  return m->run(static_cast<int>(storage.size()), av.data());
+}
+
+}  // namespace yolo11::cli

@@ -1,0 +1,68 @@
+// yolo11 val / yolo11-val: validates weights on a dataset split like `yolo val`: per-class table, speed line, plots.
+//   yolo11-val --weights runs/train/train/weights/best.safetensors --data configs/datasets/coco8.yaml imgsz=640
+#include "yolo11/cli/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "yolo11/config/train_config.h"
+#include "yolo11/data/dataset_info.h"
+#include "yolo11/engine/fp_env.h"
+#include "yolo11/engine/data_setup.h"
+#include "yolo11/engine/inference.h"
+#include "yolo11/engine/validator.h"
+#include "yolo11/io/run_dir.h"
+
+namespace yolo11::cli {
+
+int val(int argc, char** argv) {
+  CLI::App app{"yolo11-val: mAP of a weights file on a dataset split (Ultralytics DetectionValidator semantics)"};
+  std::string weights, data;
+  std::vector<std::string> overrides;
+  app.add_option("--weights", weights, "weights (.safetensors, Ultralytics state_dict keys)")->required();
+  app.add_option("--data", data, "dataset YAML")->required();
+  app.add_option("overrides", overrides, "key=value: imgsz batch conf iou max_det workers device split plots project name");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    overrides.push_back("data=" + data);
+    overrides.push_back("mode=val");
+    auto cfg = yolo11::config::TrainConfig::load("", overrides);
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    torch::set_num_threads(cfg.threads > 0 ? static_cast<int>(cfg.threads) : cores);
+    spdlog::info("{}", yolo11::engine::flush_denormals());
+    auto det = yolo11::engine::load_detector(weights, cfg.model.empty() ? "configs/models/yolo11.yaml" : cfg.model);
+    spdlog::info("{}", det.report);
+    spdlog::info("{}", det.model->summary(cfg.imgsz));
+    const auto info = yolo11::data::load_dataset_yaml(cfg.data, cfg.datasets_dir);
+    if (info.nc != det.nc)
+      throw std::runtime_error(weights + " predicts " + std::to_string(det.nc) + " classes but " + cfg.data + " has " +
+                               std::to_string(info.nc) + "; pass the dataset the weights were trained on");
+    const auto& sources = cfg.split == "train" ? info.train : cfg.split == "test" ? info.test : info.val;
+    if (sources.empty())
+      throw std::runtime_error(cfg.data + " has no '" + cfg.split + "' split; choose split=train, val or test among "
+                               "the splits the dataset YAML lists");
+    auto loader = yolo11::engine::make_val_loader(info, sources, cfg, cfg.batch, cfg.split);
+    const std::string save_dir = yolo11::io::make_run_dir(cfg.project.empty() ? "runs/val" : cfg.project,
+                                                              cfg.name.empty() ? "val" : cfg.name, cfg.exist_ok, /*weights_dir=*/false);
+    yolo11::engine::ValidatorOptions vo{cfg.conf.value_or(0.001), cfg.iou, cfg.max_det, cfg.plots, save_dir, true};
+    yolo11::engine::Validator validator(loader, info.names, vo);
+    yolo11::loss::DetectionLoss criterion(det.nc, det.model->strides(), det.model->reg_max());
+    const torch::Device device = yolo11::engine::select_device(cfg.device);
+    det.model->fuse();
+    yolo11::model::to_channels_last(*det.model);
+    det.model->to(device);
+    const auto r = validator.run(det.model, &criterion, device);
+    // The trainer's val/*_loss columns: the mean of the per-batch loss items, so they depend on the batch split.
+    spdlog::info("Losses (mean over {} batches of {}): box {:.5f}, cls {:.5f}, dfl {:.5f}", loader->num_batches(),
+                 cfg.batch, r.loss_items[0], r.loss_items[1], r.loss_items[2]);
+    spdlog::info("Results saved to {}", save_dir);
+    return 0;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+}
+
+}  // namespace yolo11::cli

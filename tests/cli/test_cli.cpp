@@ -1,0 +1,119 @@
+// The `yolo11` front end (issue 11): `yolo11 MODE key=value ...` reaches the same entry points as the yolo11-<mode>
+// executables, `yolo11 help` lists the modes and their keys, and wrong modes or keys are clear errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "golden.h"
+#include "process.h"
+#include "yolo11/cli/cli.h"
+#include "yolo11_test_config.h"
+
+namespace fs = std::filesystem;
+using yolo11::cli::translate_args;
+using yolo11::test::read_text;
+
+namespace {
+
+std::string front_end() { return yolo11::test::exe("yolo11"); }
+
+/// results.csv rows without the `time` column (wall time differs between runs).
+std::vector<std::string> rows_without_time(const fs::path& csv) {
+  std::vector<std::string> out;
+  std::istringstream in(read_text(csv.string()));
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto a = line.find(','), b = line.find(',', a + 1);
+    out.push_back(line.substr(0, a) + line.substr(b));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Cli, KeyValueArgumentsBecomeEachModesOptions) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(translate_args("train", {"epochs=3", "cfg=a.yaml", "--cfg", "b.yaml"}),
+            (V{"epochs=3", "cfg=a.yaml", "--cfg", "b.yaml"}));
+  EXPECT_EQ(translate_args("val", {"model=best.safetensors", "data=d.yaml", "imgsz=64"}),
+            (V{"--weights", "best.safetensors", "--data", "d.yaml", "imgsz=64"}));
+  EXPECT_EQ(translate_args("val", {"model=yolo11s.yaml", "weights=w.safetensors"}),
+            (V{"model=yolo11s.yaml", "--weights", "w.safetensors"}));  // a model YAML stays the architecture key
+  EXPECT_EQ(translate_args("predict", {"weights=w.safetensors", "source=img", "conf=0.5"}),
+            (V{"--weights", "w.safetensors", "--source", "img", "conf=0.5"}));
+  EXPECT_EQ(translate_args("analyze", {"path=runs/train/x", "json=true"}), (V{"runs/train/x", "--json"}));
+  EXPECT_EQ(translate_args("analyze", {"runs/train/x"}), (V{"runs/train/x"}));
+  EXPECT_EQ(translate_args("synth", {"out=d", "max_objects=3"}), (V{"--out", "d", "--max-objects", "3"}));
+  EXPECT_THROW(translate_args("synth", {"colour=red"}), std::invalid_argument);
+  EXPECT_THROW(translate_args("export", {}), std::invalid_argument);
+  EXPECT_EQ(yolo11::cli::modes().size(), 5u);
+}
+
+TEST(Cli, HelpListsEveryModeAndItsKeys) {
+  ASSERT_TRUE(fs::exists(front_end())) << front_end() << " not built";
+  const std::string dir = yolo11::test::scratch_dir("cli_help");
+  EXPECT_EQ(yolo11::test::run(front_end(), {"help"}, dir + "/help.txt"), 0);
+  const std::string help = read_text(dir + "/help.txt");
+  for (const char* s : {"train", "val", "predict", "analyze", "synth", "close_mosaic", "source", "max_objects", "json"})
+    EXPECT_NE(help.find(s), std::string::npos) << s << " missing from:\n" << help;
+  EXPECT_EQ(yolo11::test::run(front_end(), {"help", "predict"}, dir + "/predict.txt"), 0);
+  EXPECT_NE(read_text(dir + "/predict.txt").find("save_txt"), std::string::npos);
+  // Mistakes: a clear message and exit code 2, like a CLI11 usage error.
+  EXPECT_EQ(yolo11::test::run(front_end(), {"tarin", "epochs=1"}, dir + "/bad.txt"), 2);
+  const std::string bad = read_text(dir + "/bad.txt");
+  EXPECT_NE(bad.find("unknown mode 'tarin'"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("train, val, predict, analyze, synth"), std::string::npos) << bad;
+  EXPECT_EQ(yolo11::test::run(front_end(), {"synth", "colour=red"}, dir + "/badkey.txt"), 2);
+  EXPECT_NE(read_text(dir + "/badkey.txt").find("'colour=red' is not one of its keys"), std::string::npos);
+  EXPECT_EQ(yolo11::test::run(front_end(), {}, dir + "/none.txt"), 2);
+}
+
+TEST(Cli, EveryModeRunsThroughTheFrontEndLikeItsExecutable) {
+  ASSERT_TRUE(fs::exists(front_end())) << front_end() << " not built";
+  const std::string project = yolo11::test::scratch_dir("cli_modes");
+  const std::string log = project + "/log.txt";
+  auto args = yolo11::test::coco8_train_args(project, "front", 2);
+  args.insert(args.end(), {"deterministic=true", "instrument=basic"});
+
+  // train: `yolo11 train ...` and `yolo11-train ...` give the same results.csv (the same entry point).
+  std::vector<std::string> front{"detect", "train"};  // Ultralytics' optional task word
+  front.insert(front.end(), args.begin(), args.end());
+  ASSERT_EQ(yolo11::test::run(front_end(), front, log), 0) << read_text(log);
+  auto direct = args;
+  direct.push_back("name=direct");
+  ASSERT_EQ(yolo11::test::run(yolo11::test::exe("yolo11-train"), direct, log), 0) << read_text(log);
+  const fs::path run = fs::path(project) / "front";
+  ASSERT_EQ(yolo11::test::count_rows(run / "results.csv"), 2u);
+  EXPECT_EQ(rows_without_time(run / "results.csv"), rows_without_time(fs::path(project) / "direct" / "results.csv"));
+
+  const std::string weights = (run / "weights" / "last.safetensors").string();
+  const std::string data = std::string(YOLO11_TEST_SOURCE_DIR) + "/configs/datasets/coco8.yaml";
+  const std::string datasets = fs::path(yolo11::test::dataset_dir("coco8")).parent_path().string();
+  const std::string model = std::string(YOLO11_TEST_SOURCE_DIR) + "/configs/models/yolo11.yaml";
+  EXPECT_EQ(yolo11::test::run(front_end(),
+                              {"val", "weights=" + weights, "data=" + data, "model=" + model, "datasets_dir=" + datasets,
+                               "imgsz=64", "batch=4", "workers=1", "plots=false", "project=" + project, "name=val"},
+                              log),
+            0)
+      << read_text(log);
+  EXPECT_TRUE(fs::is_directory(fs::path(project) / "val"));
+  EXPECT_EQ(yolo11::test::run(front_end(),
+                              {"predict", "model=" + weights, "source=" + yolo11::test::dataset_dir("coco8") + "/images/val",
+                               "imgsz=64", "conf=0.0", "save_txt=true", "project=" + project, "name=pred"},
+                              log),
+            0)
+      << read_text(log);
+  EXPECT_TRUE(fs::exists(fs::path(project) / "pred" / "000000000036.jpg")) << read_text(log);
+  EXPECT_EQ(yolo11::test::run(front_end(), {"analyze", "path=" + run.string(), "json=true"}, project + "/analyze.txt"),
+            0)
+      << read_text(project + "/analyze.txt");
+  EXPECT_NE(read_text(project + "/analyze.txt").find("\"bottleneck\""), std::string::npos);
+  EXPECT_EQ(yolo11::test::run(front_end(), {"synth", "out=" + project + "/synth", "train=2", "val=1", "imgsz=64"}, log),
+            0)
+      << read_text(log);
+  EXPECT_TRUE(fs::exists(fs::path(project) / "synth" / "data.yaml")) << read_text(log);
+}
