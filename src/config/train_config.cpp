@@ -122,7 +122,7 @@ void finalize(TrainConfig& c) {
 std::string default_config_path(const std::string& explicit_path) {
   if (!explicit_path.empty()) return explicit_path;
   if (const char* env = std::getenv("YOLO11_DEFAULT_CFG"); env && *env) return env;
-  return (fs::path(build::kSourceDir) / "configs" / "default.yaml").string();
+  return (fs::path(build::resource_dir()) / "configs" / "default.yaml").string();
 }
 
 const std::vector<std::string>& config_keys() {

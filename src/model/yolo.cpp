@@ -95,9 +95,10 @@ double conv_macs(const torch::nn::Module& m, int64_t h, int64_t w) {
 
 std::string resolve_model_yaml(const std::string& path) {
   if (fs::exists(path)) return path;
-  const fs::path in_repo = fs::path(build::kSourceDir) / path;
+  const fs::path root = build::resource_dir();
+  const fs::path in_repo = root / path;
   if (fs::exists(in_repo)) return in_repo.string();
-  const fs::path in_models = fs::path(build::kSourceDir) / "configs" / "models" / fs::path(path).filename();
+  const fs::path in_models = root / "configs" / "models" / fs::path(path).filename();
   if (fs::exists(in_models)) return in_models.string();
   throw std::runtime_error("model YAML '" + path + "' not found (also looked at " + in_repo.string() + " and " +
                            in_models.string() + "); pass model=configs/models/yolo11.yaml");

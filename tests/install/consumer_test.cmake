@@ -1,0 +1,25 @@
+# cmake -DBUILD_DIR=... -DCONSUMER=... -DWORK=... -DGENERATOR=... -DCXX=... -P consumer_test.cmake
+# Installs the build into WORK/prefix, then configures, builds and runs tests/install/consumer against it alone.
+file(REMOVE_RECURSE ${WORK})
+function(step what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${out}\n${err}")
+  endif()
+  set(last_output "${out}" PARENT_SCOPE)
+endfunction()
+step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK}/prefix)
+foreach(f lib/libyolo11.a lib/cmake/yolo11/yolo11Config.cmake include/yolo11/build_info.h bin/yolo11
+          bin/yolo11-train share/yolo11/configs/default.yaml share/yolo11/configs/models/yolo11.yaml)
+  if(NOT EXISTS ${WORK}/prefix/${f})
+    message(FATAL_ERROR "cmake --install did not install ${f}")
+  endif()
+endforeach()
+step("configuring the consumer" ${CMAKE_COMMAND} -S ${CONSUMER} -B ${WORK}/build -G ${GENERATOR}
+     -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${WORK}/prefix)
+step("building the consumer" ${CMAKE_COMMAND} --build ${WORK}/build)
+step("running the consumer" ${WORK}/build/consumer)
+message(STATUS "${last_output}")
+if(NOT last_output MATCHES "epochs=3 imgsz=64, forward \\[1, 84, 84\\]")
+  message(FATAL_ERROR "unexpected consumer output: ${last_output}")
+endif()
