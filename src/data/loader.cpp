@@ -72,6 +72,7 @@ Loader::Loader(std::shared_ptr<Dataset> ds, AugmentOptions aug, LoaderOptions op
   opt_.prefetch = std::max(1, opt_.prefetch);
   pin_ = opt_.pin_memory && torch::cuda::is_available();
   disable_opencv_threads();  // once, before the workers start (never from them: see opencv_threads.h)
+  instrument::prepare_threads();  // NVTX's lazy init, before the workers' first NVTX calls (see range.h)
   for (int i = 0; i < std::max(0, opt_.workers); ++i) {
     threads_.emplace_back([this, i] {
       instrument::name_this_thread(("loader " + std::to_string(i)).c_str());  // NVTX + trace.json track name

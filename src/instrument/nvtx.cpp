@@ -47,12 +47,17 @@ uint64_t start(const char* message) {
 }
 void end(uint64_t id) { nvtxDomainRangeEnd(domain(), id); }
 void name_thread(const char* name) { nvtxNameOsThreadA(static_cast<uint32_t>(syscall(SYS_gettid)), name); }
+void initialize() {
+  nvtxInitialize(nullptr);
+  (void)domain();
+}
 #else
 void push(const char*) {}
 void pop() {}
 uint64_t start(const char*) { return 0; }
 void end(uint64_t) {}
 void name_thread(const char*) {}
+void initialize() {}
 #endif
 
 }  // namespace yolo11::instrument::nvtx

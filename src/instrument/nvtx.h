@@ -14,5 +14,7 @@ uint64_t start(const char* message);
 void end(uint64_t id);
 /// nvtxNameOsThread for the calling thread.
 void name_thread(const char* name);
+/// Forces NVTX's one-time initialization now (nvtxInitialize); see instrument::prepare_threads.
+void initialize();
 
 }  // namespace yolo11::instrument::nvtx

@@ -2,6 +2,7 @@
 #include "yolo11/instrument/range.h"
 
 #include <atomic>
+#include <mutex>
 #include <string>
 
 #include "nvtx.h"
@@ -32,6 +33,11 @@ ScopedRange::~ScopedRange() {
 void name_this_thread(const char* name) {
   nvtx::name_thread(name);
   trace::set_thread_name(name);
+}
+
+void prepare_threads() {
+  static std::once_flag once;
+  std::call_once(once, [] { nvtx::initialize(); });
 }
 
 }  // namespace yolo11::instrument

@@ -178,6 +178,7 @@ void Sampler::start() {
     stop_ = false;
   }
   sample_now();  // CPU-time baseline, so the first threaded reading has a rate
+  prepare_threads();
   thread_ = std::thread([this] { loop(); });
 }
 

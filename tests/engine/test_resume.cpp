@@ -140,5 +140,9 @@ TEST(Resume, SigkillAtRandomMomentsAlwaysLeavesALoadableCheckpoint) {
   // The run made progress across the kills (resumes continue from the last checkpoint, not from scratch).
   const auto ck = yolo11::engine::load_checkpoint((run_dir / "weights").string(), "last");
   ASSERT_TRUE(ck.has_value());
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  // Under a sanitizer (tools/sanitize.sh) each start is several times slower, so 20 kills at 0-2.5 s may all land
+  // inside the second epoch: there only the loadable-checkpoint guarantee above is checked.
   EXPECT_GE(ck->epoch, 1);
+#endif
 }

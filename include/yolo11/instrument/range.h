@@ -26,6 +26,12 @@ class ScopedRange {
 /// "loader 3". Loader workers call it once at start; unnamed threads appear under their OS name.
 void name_this_thread(const char* name);
 
+/// Call from the thread that starts worker threads, before it starts them (Loader and Sampler do): initializes
+/// NVTX once per process. NVTX3 initializes itself lazily on the first call, writing its function pointers without
+/// synchronizing against other threads' first calls (a data race ThreadSanitizer reports, tools/sanitize.sh);
+/// done here first, the thread start orders those writes before every worker's calls. Cheap when repeated.
+void prepare_threads();
+
 /// Process-wide switch for ScopedRange (default on). Profiler sets it from its level (off → false), so
 /// level=off makes every ScopedRange a single relaxed load and branch.
 void set_ranges_enabled(bool enabled);
