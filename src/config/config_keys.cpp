@@ -388,6 +388,7 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(enum_key("model_scale", &C::model_scale, {"n", "s", "m", "l", "x"}, true,
                          " (empty = take it from the model name, e.g. yolo11s.yaml)"));
     t.push_back(int_key("threads", &C::threads, 0, 4096));
+    t.push_back(int_key("dist_timeout", &C::dist_timeout, 1, 7 * 24 * 3600));
     t.push_back(enum_key("instrument", &C::instrument, {"off", "basic", "full"}));
     t.push_back(int_key("log_every", &C::log_every, 1, 1e9));
     t.push_back(step_range_key("trace_steps", &C::trace_steps));

@@ -4,7 +4,12 @@
 #include <torch/nn/module.h>
 #include <torch/version.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdlib>
 #include <optional>
 #include <cstring>
@@ -123,15 +128,122 @@ bool nccl_available() {
 
 // ---- process group ------------------------------------------------------------------------------------------------
 
+// ---- lost peers ---------------------------------------------------------------------------------------------------
+// Every rank writes a heartbeat ("yolo11/hb/<rank>" = wall-clock ms) into the TCPStore every kBeat from a thread of
+// its own. When a collective fails (Gloo: the dead peer's connection closed; NCCL or a hung peer: the timeout), the
+// survivor reads the heartbeats and names the ranks that stopped beating; a store that no longer answers means
+// rank 0 (its server) is gone. The error then says which rank was lost and in which collective.
+
+namespace {
+
+constexpr auto kBeat = std::chrono::milliseconds(500);
+constexpr auto kStale = std::chrono::milliseconds(2000);  // 4 missed beats: that rank is gone or frozen
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string heartbeat_key(int rank) { return "yolo11/hb/" + std::to_string(rank); }
+
+}  // namespace
+
 struct ProcessGroup::Impl {
 #ifdef YOLO11_HAS_C10D
   c10::intrusive_ptr<c10d::Store> store;
   c10d_compat::Handle pg;
   std::chrono::milliseconds timeout{};
+  int rank = 0, world = 1;
+  std::string store_addr;  // "host:port", for the messages
 
-  void wait(const c10::intrusive_ptr<c10d::Work>& w) { w->wait(timeout); }
+  std::thread beat;
+  std::mutex beat_mu;
+  std::condition_variable beat_cv;
+  bool beat_stop = false;
+
+  ~Impl() { stop_heartbeat(); }
+
+  void start_heartbeat() {
+    publish_heartbeat();  // before the group forms: a peer that dies during set-up is already on record
+    beat = std::thread([this] {
+      std::unique_lock<std::mutex> lk(beat_mu);
+      while (!beat_cv.wait_for(lk, kBeat, [this] { return beat_stop; })) {
+        lk.unlock();
+        const bool ok = publish_heartbeat();
+        lk.lock();
+        if (!ok) return;  // the store is gone (rank 0 ended or died): the next collective will say so
+      }
+    });
+  }
+  void stop_heartbeat() {
+    {
+      std::lock_guard<std::mutex> lk(beat_mu);
+      beat_stop = true;
+    }
+    beat_cv.notify_all();
+    if (beat.joinable()) beat.join();
+  }
+  bool publish_heartbeat() {
+    try {
+      const std::string v = std::to_string(wall_ms());
+      store->set(heartbeat_key(rank), std::vector<uint8_t>(v.begin(), v.end()));
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
+  /// Which peers were lost: the ranks whose heartbeat is older than kStale (polled for up to 2 × kStale, since
+  /// a peer that just died still has a fresh beat), or rank 0 when the store no longer answers.
+  std::string lost_peers() {
+    const auto deadline = std::chrono::steady_clock::now() + 2 * kStale;
+    try {
+      store->setTimeout(std::chrono::seconds(5));
+      for (;;) {
+        std::string lost;
+        const int64_t now = wall_ms();
+        for (int r = 0; r < world; ++r) {
+          if (r == rank) continue;
+          std::string why;
+          if (!store->check({heartbeat_key(r)})) {
+            why = "never sent a heartbeat";
+          } else {
+            const auto v = store->get(heartbeat_key(r));
+            const int64_t age = now - std::stoll(std::string(v.begin(), v.end()));
+            if (age > kStale.count()) {
+              char buf[64];
+              std::snprintf(buf, sizeof buf, "no heartbeat for %.1f s", static_cast<double>(age) / 1000.0);
+              why = buf;
+            }
+          }
+          if (!why.empty()) lost += (lost.empty() ? "" : ", ") + ("rank " + std::to_string(r) + " (" + why + ")");
+        }
+        if (!lost.empty()) return "lost " + lost;
+        if (std::chrono::steady_clock::now() >= deadline)
+          return "every peer still sends heartbeats (a peer may be stuck inside the collective, or the network "
+                 "between the ranks failed)";
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    } catch (const std::exception&) {
+      return "lost rank 0 (the TCPStore it serves at " + store_addr + " no longer answers: rank 0 died or exited)";
+    }
+  }
+
+  /// Waits for `w`; on failure throws a std::runtime_error naming the collective, the lost rank(s) and the cause.
+  void wait(const c10::intrusive_ptr<c10d::Work>& w, const std::string& what) {
+    try {
+      w->wait(timeout);
+    } catch (const std::exception& ex) {
+      std::string cause = ex.what();
+      if (const auto nl = cause.find('\n'); nl != std::string::npos) cause.resize(nl);  // drop c10's backtrace
+      throw std::runtime_error("dist: rank " + std::to_string(rank) + " of " + std::to_string(world) + ": " +
+                               what + " failed: " + lost_peers() + " (" + cause +
+                               "); the job cannot continue: restart it with resume=<run dir> (dist_timeout=" +
+                               std::to_string(timeout.count() / 1000) + " s)");
+    }
+  }
   /// In-place all_reduce of `t` with `op` (through one flat bucket per bucket_bytes).
-  void all_reduce(at::Tensor& t, c10d::ReduceOp op, int64_t bucket_bytes);
+  void all_reduce(at::Tensor& t, c10d::ReduceOp op, int64_t bucket_bytes, const std::string& what);
 #endif
 };
 
@@ -160,6 +272,9 @@ ProcessGroup::ProcessGroup(const Env& env, GroupOptions opt) : bucket_bytes_(std
 #ifdef YOLO11_HAS_C10D
   impl_ = std::make_unique<Impl>();
   impl_->timeout = opt.timeout;
+  impl_->rank = env.rank;
+  impl_->world = env.world;
+  impl_->store_addr = env.master_addr + ":" + std::to_string(env.master_port);
   c10d::TCPStoreOptions so;
   so.port = static_cast<std::uint16_t>(env.master_port);
   so.isServer = env.rank == 0;
@@ -174,6 +289,7 @@ ProcessGroup::ProcessGroup(const Env& env, GroupOptions opt) : bucket_bytes_(std
                              std::to_string(env.master_port) + " (MASTER_ADDR:MASTER_PORT; port in use or rank 0 not "
                              "started?): " + ex.what());
   }
+  impl_->start_heartbeat();
   if (backend == "gloo") {
 #ifdef YOLO11_HAS_GLOO
     auto o = c10d::ProcessGroupGloo::Options::create(opt.timeout);
@@ -247,7 +363,7 @@ void ProcessGroup::broadcast(const std::vector<at::Tensor>& tensors, int root) {
   bo.timeout = impl_->timeout;
   for_each_bucket(tensors, bucket_bytes_, [&](at::Tensor& b) {
     std::vector<at::Tensor> v{b};
-    impl_->wait(impl_->pg->broadcast(v, bo));
+    impl_->wait(impl_->pg->broadcast(v, bo), "broadcast from rank " + std::to_string(root));
   });
 #else
   (void)tensors;
@@ -285,7 +401,7 @@ int64_t ProcessGroup::all_reduce_gradients(const std::vector<at::Tensor>& params
   const double inv = 1.0 / static_cast<double>(world_);
   n = for_each_bucket(grads, bucket_bytes_, [&](at::Tensor& b) {
     std::vector<at::Tensor> v{b};
-    impl_->wait(impl_->pg->allreduce(v, ao));
+    impl_->wait(impl_->pg->allreduce(v, ao), "all_reduce of the gradients");
     if (average) b.mul_(inv);
   });
 #endif
@@ -293,13 +409,13 @@ int64_t ProcessGroup::all_reduce_gradients(const std::vector<at::Tensor>& params
 }
 
 #ifdef YOLO11_HAS_C10D
-void ProcessGroup::Impl::all_reduce(at::Tensor& t, c10d::ReduceOp op, int64_t bucket_bytes) {
+void ProcessGroup::Impl::all_reduce(at::Tensor& t, c10d::ReduceOp op, int64_t bucket_bytes, const std::string& what) {
   c10d::AllreduceOptions ao;
   ao.reduceOp = op;
   ao.timeout = timeout;
   for_each_bucket({t}, bucket_bytes, [&](at::Tensor& b) {
     std::vector<at::Tensor> v{b};
-    wait(pg->allreduce(v, ao));
+    wait(pg->allreduce(v, ao), what);
   });
 }
 #endif
@@ -316,14 +432,14 @@ at::Tensor ProcessGroup::all_reduce_mean(const at::Tensor& t) {
 void ProcessGroup::all_reduce_sum_(at::Tensor& t) {
   if (!active()) return;
 #ifdef YOLO11_HAS_C10D
-  impl_->all_reduce(t, c10d::ReduceOp::SUM, bucket_bytes_);
+  impl_->all_reduce(t, c10d::ReduceOp::SUM, bucket_bytes_, "all_reduce(SUM)");
 #endif
 }
 
 void ProcessGroup::all_reduce_max_(at::Tensor& t) {
   if (!active()) return;
 #ifdef YOLO11_HAS_C10D
-  impl_->all_reduce(t, c10d::ReduceOp::MAX, bucket_bytes_);
+  impl_->all_reduce(t, c10d::ReduceOp::MAX, bucket_bytes_, "all_reduce(MAX)");
 #endif
 }
 
@@ -332,7 +448,7 @@ void ProcessGroup::barrier() {
 #ifdef YOLO11_HAS_C10D
   c10d::BarrierOptions bo;
   bo.timeout = impl_->timeout;
-  impl_->wait(impl_->pg->barrier(bo));
+  impl_->wait(impl_->pg->barrier(bo), "barrier");
 #endif
 }
 

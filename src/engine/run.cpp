@@ -96,6 +96,7 @@ void setup_environment(Run& r, const Callbacks& callbacks) {
   r.cuda = r.device.is_cuda();
   dist::GroupOptions gopt;
   gopt.cuda = r.cuda;
+  gopt.timeout = std::chrono::seconds(cfg.dist_timeout);
   r.pg = std::make_unique<dist::ProcessGroup>(r.denv, gopt);
   spdlog::info("yolo11-cpp {} | LibTorch {} | device {} | intra-op threads {} of {} cores | workers {}",
                build::kVersion, build::kTorchVersion, r.device.str(), r.threads, r.cores, cfg.workers);

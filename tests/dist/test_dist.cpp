@@ -1,6 +1,7 @@
 // dist library: torchrun env parsing; two real processes (fork) on localhost with Gloo: broadcast_parameters,
 // all_reduce_mean, bucketed gradient all-reduce; world 1 is a no-op.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -300,4 +301,30 @@ TEST(DistGroup, TwoRanksSummedGradientsEqualOneProcessOnTheGlobalBatch) {
   });
   EXPECT_EQ(r0, "");
   EXPECT_EQ(r1, "");
+}
+
+TEST(DistGroup, ALostPeerIsNamedWithTheCollectiveItBroke) {
+  if (!dist::gloo_available()) GTEST_SKIP() << "built without Gloo";
+  // Rank 1 is SIGKILLed after a first barrier; rank 0's next collective fails within seconds (not the 60 s timeout)
+  // with an error that names rank 1 and the collective.
+  std::string err;
+  double seconds = 0;
+  const auto [r0, r1] = two_ranks([&](dist::ProcessGroup& pg) -> std::string {
+    pg.barrier();
+    if (pg.rank() == 1) ::raise(SIGKILL);
+    const auto t0 = std::chrono::steady_clock::now();
+    err = error_of([&] {
+      auto t = torch::ones({4});
+      pg.all_reduce_sum_(t);
+    });
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return "";
+  });
+  std::printf("rank 0 saw after %.1f s: %s\n", seconds, err.c_str());
+  EXPECT_EQ(r0, "");
+  EXPECT_EQ(r1, "rank 1 died (signal)");
+  EXPECT_NE(err.find("lost rank 1 ("), std::string::npos) << err;
+  EXPECT_NE(err.find("all_reduce(SUM)"), std::string::npos) << err;
+  EXPECT_NE(err.find("rank 0 of 2"), std::string::npos) << err;
+  EXPECT_LT(seconds, 15.0) << err;
 }

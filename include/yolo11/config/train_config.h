@@ -74,6 +74,7 @@ struct TrainConfig {
   // --- ours ---
   std::string model_scale;           ///< n|s|m|l|x; after load() always resolved (from the model name or "n")
   int64_t threads = 0;               ///< intra-op threads, 0 = all cores
+  int64_t dist_timeout = 1800;       ///< seconds: DDP store connect and every collective (torch.distributed default)
   std::string instrument = "basic";  ///< off | basic | full
   int64_t log_every = 10;
   StepRange trace_steps;
