@@ -148,6 +148,7 @@ void setup_optimization(Run& r) {
   const int64_t iterations = auto_rule_iterations(n_images, cfg.batch, cfg.nbs, cfg.epochs);
   r.opt = build_optimizer(groups, cfg, r.nc, iterations, wd);
   r.sched = std::make_unique<Scheduler>(*r.opt.opt, cfg, r.opt, r.nb);
+  if (const auto w = warmup_warning(SchedulerOptions::from(cfg, r.opt, r.nb)); !w.empty()) spdlog::warn("{}", w);
   r.ema = std::make_unique<ModelEMA>(model::state_dict(*r.net));
 }
 

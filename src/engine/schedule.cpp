@@ -7,6 +7,7 @@
 #include <torch/optim/sgd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 namespace yolo11::engine {
@@ -46,6 +47,24 @@ Scheduler::Scheduler(torch::optim::Optimizer& opt, const SchedulerOptions& o) : 
             ? std::max<int64_t>(static_cast<int64_t>(round_half_even(o_.warmup_epochs * static_cast<double>(o_.nb))), 100)
             : -1;
   accumulate_ = initial_accumulate(o_.nbs, o_.batch);
+}
+
+std::string warmup_warning(const SchedulerOptions& o) {
+  if (o.warmup_epochs <= 0 || o.nb < 1) return "";
+  const double planned = o.warmup_epochs * static_cast<double>(o.nb);
+  const auto nw = std::max<int64_t>(static_cast<int64_t>(round_half_even(planned)), 100);
+  const double covers = static_cast<double>(nw) / static_cast<double>(o.nb);
+  if (covers <= o.warmup_epochs + 1e-9) return "";
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "warmup lasts at least 100 iterations: with %lld batch(es) per epoch that is %.1f epochs, not "
+                "warmup_epochs=%g; %s. For small datasets lower batch (more iterations per epoch) or set "
+                "warmup_epochs=0",
+                static_cast<long long>(o.nb), covers, o.warmup_epochs,
+                covers >= static_cast<double>(o.epochs)
+                    ? "the whole run is warmup, so lr stays below lr0 (starting from 0) throughout"
+                    : "lr ramps up from 0 over all of them");
+  return buf;
 }
 
 void Scheduler::set_epochs(int64_t epochs) {

@@ -5,6 +5,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "yolo11/config/train_config.h"
@@ -24,6 +25,11 @@ struct SchedulerOptions {
                                   ///< at construction (then construct before loading optimizer state)
   static SchedulerOptions from(const config::TrainConfig& cfg, const OptimizerChoice& choice, int64_t nb);
 };
+
+/// Ultralytics' warmup lasts at least 100 iterations: on a small dataset that is many epochs (8 images at batch 16:
+/// 100 epochs of 1 batch), while lr (except the bias group's) starts from 0. Returns a warning saying how many
+/// epochs warmup really covers when that exceeds warmup_epochs (and when it covers the whole run), else "".
+std::string warmup_warning(const SchedulerOptions& o);
 
 /// Drives lr / momentum of an optimizer's groups. The base lr of each group is SchedulerOptions::initial_lr
 /// (the choice's lr0 when built from an OptimizerChoice, so it is right after a resume too). Call on_epoch_start(e) before the first batch of epoch e, on_iteration(ni, e) before each
