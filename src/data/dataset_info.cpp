@@ -1,12 +1,18 @@
 // Dataset YAML resolution (see dataset_info.h).
 #include "yolo11/data/dataset_info.h"
 
+#include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <set>
 #include <stdexcept>
+
+#include "yolo11/data/unzip.h"
 
 namespace yolo11::data {
 namespace fs = std::filesystem;
@@ -47,6 +53,19 @@ DatasetInfo load_dataset_yaml(const std::string& yaml_path, const std::string& d
     throw std::runtime_error("no dataset given: set data=path/to/dataset.yaml (e.g. data=configs/datasets/coco8.yaml) "
                              "on the command line or in the --cfg file");
   if (!fs::exists(yaml_path)) throw std::runtime_error("dataset YAML not found: " + yaml_path);
+  {
+    std::string ext = fs::path(yaml_path).extension().string();
+    for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (ext == ".zip")  // Ultralytics: data=ds.zip is unpacked into datasets_dir, then its YAML is read
+      return load_dataset_yaml(unpack_dataset_zip(yaml_path, datasets_dir.empty() ? default_datasets_dir() : datasets_dir),
+                               datasets_dir);
+    std::ifstream f(yaml_path, std::ios::binary);
+    char magic[4] = {};
+    f.read(magic, 4);
+    if (f.gcount() == 4 && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4)
+      throw std::runtime_error("data=" + yaml_path + " is a zip archive without the .zip extension; rename it to "
+                               "*.zip (it is then unpacked into datasets_dir) or pass the dataset's .yaml");
+  }
   if (fs::is_directory(yaml_path))
     throw std::runtime_error("dataset YAML " + yaml_path + " is a directory; pass the dataset's .yaml file");
   YAML::Node y;
@@ -145,6 +164,29 @@ DatasetInfo load_dataset_yaml(const std::string& yaml_path, const std::string& d
     if (nc != info.nc)
       throw std::runtime_error(info.yaml + ": `nc: " + std::to_string(nc) + "` disagrees with the " +
                                std::to_string(info.nc) + " entries of `names` " + dump(names));
+  }
+  if (const YAML::Node ch = y["channels"]; ch && !ch.IsNull()) {
+    int64_t c = -1;
+    try {
+      c = ch.as<int64_t>();
+    } catch (const YAML::Exception&) {
+    }
+    if (c != 3)
+      throw std::runtime_error(info.yaml + ": `channels: " + dump(ch) + "` is not supported: this trainer builds "
+                               "3-channel (BGR) models and reads grayscale images as 3 equal channels. Remove "
+                               "`channels` to train on the images as 3-channel, or convert a multispectral dataset "
+                               "to 3 channels");
+  }
+  static const std::set<std::string> kKnown{"path", "train", "val", "test", "names", "nc", "channels", "download"};
+  std::string unknown;
+  for (const auto& kv : y) {
+    const std::string k = kv.first.as<std::string>();
+    if (!kKnown.count(k)) unknown += (unknown.empty() ? "" : ", ") + k;
+  }
+  if (!unknown.empty()) {
+    info.warnings.push_back(info.yaml + ": keys not used by this trainer (detection): " + unknown +
+                            " (known: path, train, val, test, names, nc, channels, download)");
+    spdlog::warn("{}", info.warnings.back());
   }
   return info;
 }

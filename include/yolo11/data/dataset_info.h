@@ -13,6 +13,7 @@ struct DatasetInfo {
   std::vector<std::string> train, val, test;  ///< sources: dirs or .txt lists, absolute
   std::vector<std::string> names;         ///< class names, index = class id
   int64_t nc = 0;
+  std::vector<std::string> warnings;      ///< keys of the YAML this trainer does not use (also logged)
 };
 
 /// Default datasets directory: env YOLO11_DATASETS_DIR, else <repo>/datasets.
@@ -23,7 +24,10 @@ std::string default_datasets_dir();
 /// wins. Without `path` the YAML's directory is the root. Split entries are resolved against the root.
 /// Throws std::runtime_error: missing file; missing dataset (naming every candidate path and
 /// "run tools/get_dataset.sh NAME"); missing `train`/`val`; `names` that is a string, null, empty, a dict with
-/// gaps or non-integer ids; `nc` disagreeing with names (each quoting the offending value).
+/// gaps or non-integer ids; `nc` disagreeing with names (each quoting the offending value); `channels` other than 3
+/// (Ultralytics' grayscale/multispectral datasets: this trainer builds 3-channel models; gray images are read as
+/// 3-channel). Keys it does not know (anything but path/train/val/test/names/nc/channels/download) are warned about.
+/// A `.zip` is unpacked first into `datasets_dir` (unpack_dataset_zip) and the YAML inside is read.
 DatasetInfo load_dataset_yaml(const std::string& yaml_path, const std::string& datasets_dir = "");
 
 }  // namespace yolo11::data
