@@ -68,12 +68,22 @@ static int64_t mem_available_bytes() {
 }
 
 // ---- Dataset --------------------------------------------------------------------------------------------------------
+void check_class_ids(const ScanStats& st, const DatasetInfo& info) {
+  if (st.oob_rows == 0 || st.max_cls != info.nc || st.has_cls0) return;
+  throw std::runtime_error(
+      "class ids are 0-based: the largest class id in the labels is " + std::to_string(st.max_cls) + " = nc " +
+      std::to_string(info.nc) + " (" + std::to_string(info.names.size()) + " names in " + info.yaml +
+      ") and id 0 never occurs, so the labels look 1-based (first offending row: " + st.first_oob +
+      "). Subtract 1 from every class id in the label files (class 1 → 0, ...), or add the missing class to `names`");
+}
+
 Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& info, const DatasetOptions& opt)
     : info_(info), opt_(opt) {
   disable_opencv_threads();  // before the scan / cache threads and the loader workers use OpenCV
   std::vector<std::string> files;
+  ListReport listed;
   for (const auto& s : sources) {
-    auto f = list_images(s);
+    auto f = list_images(s, &listed);
     files.insert(files.end(), f.begin(), f.end());
   }
   std::string src_list;
@@ -85,6 +95,24 @@ Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& inf
     files.resize(std::max<size_t>(1, static_cast<size_t>(std::ceil(files.size() * opt.fraction))));
 
   std::vector<ImageRecord> recs = scan_images(files, info.nc, stats_, opt.threads);
+  stats_.hidden = listed.hidden;
+  warnings_ = listed.warnings;
+  check_class_ids(stats_, info);
+  if (stats_.oob_rows)
+    warnings_.push_back(std::to_string(stats_.oob_rows) + " label row(s) in " + std::to_string(stats_.oob_images) +
+                        " image(s) have a class id >= nc " + std::to_string(info.nc) + " (largest " +
+                        std::to_string(stats_.max_cls) + ", first at " + stats_.first_oob +
+                        "); those images are skipped");
+  {  // a.jpg and a.png in one folder both read labels/a.txt: say so (Ultralytics does not)
+    std::unordered_map<std::string, std::string> owner;
+    for (const auto& r : recs) {
+      const auto [it, fresh] = owner.emplace(r.label_file, r.im_file);
+      if (fresh) continue;
+      ++stats_.shared_labels;
+      warnings_.push_back(r.im_file + " and " + it->second + " share the label file " + r.label_file +
+                          " (same name, other extension): both get its boxes; rename one image and its label");
+    }
+  }
   for (auto& r : recs) {
     for (auto& w : r.warnings) warnings_.push_back(w);
     if (!r.ok) continue;
@@ -188,34 +216,31 @@ Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& inf
     }
   } else if (mode == "disk") {
     npy_files_.resize(size());
-    int64_t fallback = 0;
+    int64_t fallback = 0, written = 0;
     for (size_t i = 0; i < size(); ++i) {
-      npy_files_[i] = npy_path(i);
+      npy_files_[i] = npy_path(i, false);
       std::error_code ec;
       if (fs::exists(npy_files_[i], ec)) continue;
-      const cv::Mat img = read_image(im_files_[i]);
-      try {
-        if (!dir_writable(fs::path(npy_files_[i]).parent_path().string()))
-          throw std::runtime_error("read-only image dir");
-        save_npy(npy_files_[i], img);
-      } catch (const std::exception&) {
-        const char* e = std::getenv("YOLO11_CACHE_DIR");
-        const char* h = std::getenv("HOME");
-        fs::path base = e && *e ? fs::path(e) : (h && *h ? fs::path(h) / ".cache" / "yolo11" : fs::temp_directory_path());
-        uint64_t hh = 1469598103934665603ull;
-        for (unsigned char c : fs::absolute(im_files_[i]).string()) hh = (hh ^ c) * 1099511628211ull;
-        char buf[17];
-        std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hh));
-        npy_files_[i] = (base / "images" / (std::string(buf) + ".npy")).string();
-        if (!fs::exists(npy_files_[i], ec)) {
-          fs::create_directories(fs::path(npy_files_[i]).parent_path());
+      if (!fs::exists(npy_path(i, true), ec)) {
+        const cv::Mat img = read_image(im_files_[i]);
+        try {
+          if (!dir_writable(fs::path(npy_files_[i]).parent_path().string()))
+            throw std::runtime_error("read-only image dir");
+          remove_stale_npy(im_files_[i], npy_files_[i]);
           save_npy(npy_files_[i], img);
+          ++written;
+          continue;
+        } catch (const std::exception&) {
+          fs::create_directories(fs::path(npy_path(i, true)).parent_path());
+          save_npy(npy_path(i, true), img);
+          ++written;
         }
-        ++fallback;
       }
+      npy_files_[i] = npy_path(i, true);
+      ++fallback;
     }
-    if (fallback)
-      spdlog::info("cache=disk: {} image dirs not writable, {} .npy files under the user cache dir", fallback, fallback);
+    spdlog::info("cache=disk: {} .npy files written, {} reused{}", written, size() - static_cast<size_t>(written),
+                 fallback ? " (" + std::to_string(fallback) + " under the user cache dir: image dirs not writable)" : "");
   }
   cache_mode_ = mode;
   if (cache_mode_ != "ram") {
@@ -225,10 +250,47 @@ Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& inf
   }
 }
 
-std::string Dataset::npy_path(size_t i) const {
+namespace {
+// Identity of an image file for its .npy: FNV-1a 64 of (full name, size, mtime in ns), so a.jpg and a.png never share
+// an entry and a changed image gets a new one.
+std::string image_stamp(const std::string& f) {
+  std::error_code ec;
+  const auto size = fs::file_size(f, ec);
+  const auto mt = fs::last_write_time(f, ec).time_since_epoch().count();
+  const std::string key = fs::path(f).filename().string() + "|" + std::to_string(size) + "|" + std::to_string(mt);
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+}  // namespace
+
+// Entries of an image's earlier versions (<name>.<other stamp>.npy beside it) are deleted before a new one is written.
+void Dataset::remove_stale_npy(const std::string& im_file, const std::string& keep) {
+  const fs::path dir = fs::path(im_file).parent_path();
+  const std::string prefix = fs::path(im_file).filename().string() + ".";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.size() == prefix.size() + 20 && n.compare(0, prefix.size(), prefix) == 0 &&
+        n.compare(n.size() - 4, 4, ".npy") == 0 && e.path().string() != keep)
+      fs::remove(e.path(), ec);
+  }
+}
+
+std::string Dataset::npy_path(size_t i, bool user_cache) const {
   const std::string& f = im_files_[i];
-  const auto slash = f.rfind('/'), dot = f.rfind('.');
-  return (dot != std::string::npos && (slash == std::string::npos || dot > slash) ? f.substr(0, dot) : f) + ".npy";
+  const std::string stamp = image_stamp(f);
+  if (!user_cache) return f + "." + stamp + ".npy";  // beside the image: a.jpg → a.jpg.<stamp>.npy
+  const char* e = std::getenv("YOLO11_CACHE_DIR");
+  const char* h = std::getenv("HOME");
+  const fs::path base = e && *e ? fs::path(e) : (h && *h ? fs::path(h) / ".cache" / "yolo11" : fs::temp_directory_path());
+  uint64_t hh = 1469598103934665603ull;
+  for (unsigned char c : fs::absolute(f).string() + "|" + stamp) hh = (hh ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hh));
+  return (base / "images" / (std::string(buf) + ".npy")).string();
 }
 
 std::string Dataset::summary() const {
@@ -237,7 +299,10 @@ std::string Dataset::summary() const {
   for (const auto& l : labels_) inst += static_cast<int64_t>(l.cls.size());
   s << stats_.images << " images, " << (stats_.missing + stats_.empty) << " backgrounds, " << stats_.corrupt
     << " corrupt, " << inst << " instances, " << stats_.duplicates << " duplicates removed, " << dropped_boxes_
-    << " degenerate boxes dropped" << (stats_.from_cache ? " (label cache)" : "");
+    << " degenerate boxes dropped";
+  if (stats_.hidden) s << ", " << stats_.hidden << " hidden files skipped";
+  if (stats_.shared_labels) s << ", " << stats_.shared_labels << " images sharing a label file";
+  s << (stats_.from_cache ? " (label cache)" : "");
   return s.str();
 }
 

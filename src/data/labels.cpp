@@ -43,29 +43,90 @@ bool is_image_file(const std::string& path) {
   return kExt.count(lower(name.substr(dot + 1))) > 0;
 }
 
-std::vector<std::string> list_images(const std::string& source) {
+static bool hidden_name(const std::string& name) { return !name.empty() && name[0] == '.' && name != "." && name != ".."; }
+
+// One list-file line → the image path it names, or "" with `why` set (the line is then reported, not used).
+static std::string list_entry(std::string line, const fs::path& list_dir, std::string& why) {
+  const auto b = line.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  line = line.substr(b, line.find_last_not_of(" \t\r\n") - b + 1);
+  if (line[0] == '#') return "";  // comment
+  std::replace(line.begin(), line.end(), '\\', '/');  // Windows separators
+  if (line.size() >= 2 && std::isalpha(static_cast<unsigned char>(line[0])) && line[1] == ':') {
+    why = "Windows drive path '" + line + "' cannot be resolved here; make it relative to the list file";
+    return "";
+  }
+  fs::path f(line);
+  if (f.is_relative()) f = list_dir / f;
+  const std::string path = f.lexically_normal().string();
+  std::error_code ec;
+  if (!is_image_file(path)) {
+    why = "'" + line + "' is not an image file (extension); expected one image path per line";
+    return "";
+  }
+  if (!fs::is_regular_file(path, ec)) {
+    why = "listed image " + path + " does not exist";
+    return "";
+  }
+  return path;
+}
+
+std::vector<std::string> list_images(const std::string& source, ListReport* report) {
   const fs::path p(source);
   std::vector<std::string> out;
+  ListReport local;
+  ListReport& rep = report ? *report : local;
   std::error_code ec;
   if (fs::is_directory(p, ec)) {
+    int64_t hidden = 0;
+    std::string example;
     for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::follow_directory_symlink, ec);
          it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (ec) break;
-      if (it->is_regular_file(ec) && is_image_file(it->path().string())) out.push_back(it->path().string());
+      const std::string name = it->path().filename().string();
+      const bool hid = hidden_name(name);
+      if (hid && it->is_directory(ec)) {  // .ipynb_checkpoints, .git, ...: count its images, do not train on them
+        for (auto h = fs::recursive_directory_iterator(it->path(), ec); !ec && h != fs::recursive_directory_iterator();
+             h.increment(ec))
+          if (h->is_regular_file(ec) && is_image_file(h->path().string())) {
+            ++hidden;
+            if (example.empty()) example = h->path().string();
+          }
+        it.disable_recursion_pending();
+        ec.clear();
+        continue;
+      }
+      if (it->is_regular_file(ec) && is_image_file(it->path().string())) {
+        if (hid) {  // .x.jpg, macOS AppleDouble ._x.jpg
+          ++hidden;
+          if (example.empty()) example = it->path().string();
+          continue;
+        }
+        out.push_back(it->path().string());
+      }
     }
     if (ec) throw std::runtime_error("cannot list image directory " + source + ": " + ec.message());
+    if (hidden) {
+      rep.hidden += hidden;
+      rep.warnings.push_back(source + ": " + std::to_string(hidden) +
+                             " image(s) in hidden files or directories skipped (e.g. " + example + ")");
+    }
   } else if (fs::is_regular_file(p, ec) && lower(p.extension().string()) == ".txt") {
-    std::istringstream in(io::read_file(source));
+    std::string text = io::read_file(source);
+    if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);  // UTF-8 BOM
+    std::istringstream in(text);
     std::string line;
+    int lineno = 0;
     while (std::getline(in, line)) {
-      while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
-      size_t b = 0;
-      while (b < line.size() && std::isspace(static_cast<unsigned char>(line[b]))) ++b;
-      line = line.substr(b);
-      if (line.empty()) continue;
-      fs::path f(line);
-      if (f.is_relative()) f = p.parent_path() / f;
-      if (is_image_file(f.string())) out.push_back(f.lexically_normal().string());
+      ++lineno;
+      std::string why;
+      std::string f = list_entry(line, p.parent_path(), why);
+      if (!f.empty()) {
+        out.push_back(std::move(f));
+      } else if (!why.empty()) {
+        ++rep.unusable_lines;
+        rep.warnings.push_back(source + ":" + std::to_string(lineno) + ": " + why + " (line skipped)");
+      }
     }
   } else if (fs::is_regular_file(p, ec) && is_image_file(source)) {
     out.push_back(source);
@@ -192,9 +253,12 @@ LabelParse parse_label_file(const std::string& label_path, int64_t nc) {
     if (v[0] != std::floor(v[0]) || v[0] < 0)
       return fail(lineno, "class '" + tok[0] + "' is not a non-negative integer");
     const auto cls = static_cast<int64_t>(v[0]);
-    if (cls >= nc)
-      return fail(lineno, "class " + std::to_string(cls) + " >= nc " + std::to_string(nc) +
-                              " (names in the dataset YAML); fix the label or the YAML");
+    r.max_cls = std::max(r.max_cls, cls);
+    r.has_cls0 = r.has_cls0 || cls == 0;
+    if (cls >= nc) {  // read on: the dataset-wide id check needs every id of the file (Dataset)
+      if (r.oob_rows++ == 0) r.first_oob_line = lineno;
+      continue;
+    }
     for (size_t i = 1; i < n; ++i)
       if (v[i] < -tol || v[i] > 1 + tol)
         return fail(lineno, "coordinate " + tok[i] + " outside [0, 1] (labels must be normalized xywh)");
@@ -224,6 +288,10 @@ LabelParse parse_label_file(const std::string& label_path, int64_t nc) {
     }
     r.rows.push_back({cls, b, lineno});
   }
+  if (r.oob_rows)
+    return fail(r.first_oob_line, std::to_string(r.oob_rows) + " row(s) with class id >= nc " + std::to_string(nc) +
+                                      " (largest " + std::to_string(r.max_cls) +
+                                      "; ids index `names` of the dataset YAML, from 0); fix the labels or the YAML");
   if (polys) r.warnings.push_back(label_path + ": " + std::to_string(polys) + " polygon row(s) converted to boxes");
   if (clipped)
     r.warnings.push_back(label_path + ": " + std::to_string(clipped) + " coordinate(s) within 0.001 of [0, 1] clipped");
@@ -273,6 +341,10 @@ ImageRecord verify_one(const std::string& im, int64_t nc) {
   }
   LabelParse lp = parse_label_file(rec.label_file, nc);
   rec.warnings = lp.warnings;
+  rec.max_cls = lp.max_cls;
+  rec.has_cls0 = lp.has_cls0;
+  rec.oob_rows = lp.oob_rows;
+  rec.first_oob_line = lp.first_oob_line;
   if (!lp.ok) {
     rec.ok = false;
     rec.warnings.push_back("skipped " + im + ": bad label " + lp.error);
@@ -325,7 +397,8 @@ nlohmann::json to_json(const ImageRecord& r, const FileStamp& is, const FileStam
   return {{"im", r.im_file},  {"lb", r.label_file},         {"is", is.size},     {"im_mt", is.mtime},
           {"ls", ls.size},    {"lm", ls.mtime},             {"lh", ls.hash},     {"ok", r.ok},
           {"h", r.shape[0]},  {"w", r.shape[1]},            {"rows", rows},      {"warn", r.warnings},
-          {"lmiss", r.label_missing}};
+          {"lmiss", r.label_missing}, {"mc", r.max_cls},  {"c0", r.has_cls0},    {"oob", r.oob_rows},
+          {"oobl", r.first_oob_line}};
 }
 
 bool from_cache(const std::string& path, const std::vector<std::string>& im_files, int64_t nc,
@@ -359,6 +432,10 @@ bool from_cache(const std::string& path, const std::vector<std::string>& im_file
                           row[5].get<int>()});
       r.warnings = f.at("warn").get<std::vector<std::string>>();
       r.label_missing = f.at("lmiss").get<bool>();
+      r.max_cls = f.at("mc").get<int64_t>();
+      r.has_cls0 = f.at("c0").get<bool>();
+      r.oob_rows = f.at("oob").get<int64_t>();
+      r.first_oob_line = f.at("oobl").get<int>();
       out.push_back(std::move(r));
     }
     return true;
@@ -413,6 +490,12 @@ std::vector<ImageRecord> scan_images(const std::vector<std::string>& im_files, i
     }
   }
   for (const auto& r : recs) {
+    stats.max_cls = std::max(stats.max_cls, r.max_cls);
+    stats.has_cls0 = stats.has_cls0 || r.has_cls0;
+    if (r.oob_rows) {
+      if (stats.oob_images++ == 0) stats.first_oob = r.label_file + ":" + std::to_string(r.first_oob_line);
+      stats.oob_rows += r.oob_rows;
+    }
     if (!r.ok) {
       ++stats.corrupt;
       continue;

@@ -77,7 +77,10 @@ class Dataset {
 
  private:
   cv::Mat load_uncached(size_t i) const;
-  std::string npy_path(size_t i) const;
+  /// cache=disk entry of image i, tied to its exact file (name with extension, size, mtime): beside the image
+  /// ("a.jpg.<16 hex>.npy") or, when `user_cache`, under $YOLO11_CACHE_DIR (or ~/.cache/yolo11)/images.
+  std::string npy_path(size_t i, bool user_cache) const;
+  static void remove_stale_npy(const std::string& im_file, const std::string& keep);
 
   DatasetInfo info_;
   DatasetOptions opt_;
@@ -97,6 +100,11 @@ class Dataset {
   mutable std::unordered_map<size_t, cv::Mat> buf_;
   mutable std::deque<size_t> buf_order_;
 };
+
+/// Dataset-wide class-id check after a scan: when some rows have ids ≥ nc, the largest id equals nc and id 0
+/// never occurs, the labels are 1-based — throws std::runtime_error saying so (largest id, nc, first file:line).
+/// Other out-of-range rows only skip their images (the Dataset warns once with the counts).
+void check_class_ids(const ScanStats& stats, const DatasetInfo& info);
 
 /// Writes / reads a HWC uint8 image as a NumPy .npy file (v1.0, '|u1', C order, shape (h, w, 3)).
 void save_npy(const std::string& path, const cv::Mat& img);
