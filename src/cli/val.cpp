@@ -23,7 +23,7 @@ int val(int argc, char** argv) {
   std::vector<std::string> overrides;
   app.add_option("--weights", weights, "weights (.safetensors, Ultralytics state_dict keys)")->required();
   app.add_option("--data", data, "dataset YAML")->required();
-  app.add_option("overrides", overrides, "key=value: imgsz batch conf iou max_det workers device split plots project name");
+  app.add_option("overrides", overrides, "key=value: imgsz batch conf iou max_det workers device split single_cls plots project name");
   CLI11_PARSE(app, argc, argv);
   try {
     overrides.push_back("data=" + data);
@@ -36,9 +36,15 @@ int val(int argc, char** argv) {
     spdlog::info("{}", det.report);
     spdlog::info("{}", det.model->summary(cfg.imgsz));
     const auto info = yolo11::data::load_dataset_yaml(cfg.data, cfg.datasets_dir);
-    if (info.nc != det.nc)
+    // single_cls (as the trainer): every label becomes class 0 "item"; the dataset's nc still bounds the label ids.
+    const int64_t nc = cfg.single_cls ? 1 : info.nc;
+    const std::vector<std::string> names = cfg.single_cls ? std::vector<std::string>{"item"} : info.names;
+    if (nc != det.nc)
       throw std::runtime_error(weights + " predicts " + std::to_string(det.nc) + " classes but " + cfg.data + " has " +
-                               std::to_string(info.nc) + "; pass the dataset the weights were trained on");
+                               std::to_string(nc) + (cfg.single_cls ? " with single_cls=true" : "") +
+                               "; pass the dataset the weights were trained on" +
+                               (det.nc == 1 && !cfg.single_cls ? " (a model trained with single_cls=true: add "
+                                                                  "single_cls=true)" : ""));
     const auto& sources = cfg.split == "train" ? info.train : cfg.split == "test" ? info.test : info.val;
     if (sources.empty())
       throw std::runtime_error(cfg.data + " has no '" + cfg.split + "' split; choose split=train, val or test among "
@@ -47,7 +53,7 @@ int val(int argc, char** argv) {
     const std::string save_dir = yolo11::io::make_run_dir(cfg.project.empty() ? "runs/val" : cfg.project,
                                                               cfg.name.empty() ? "val" : cfg.name, cfg.exist_ok, /*weights_dir=*/false);
     yolo11::engine::ValidatorOptions vo{cfg.conf.value_or(0.001), cfg.iou, cfg.max_det, cfg.plots, save_dir, true};
-    yolo11::engine::Validator validator(loader, info.names, vo);
+    yolo11::engine::Validator validator(loader, names, vo);
     yolo11::loss::DetectionLoss criterion(det.nc, det.model->strides(), det.model->reg_max());
     const torch::Device device = yolo11::engine::select_device(cfg.device);
     det.model->fuse();

@@ -11,6 +11,8 @@
 #include "golden.h"
 #include "process.h"
 #include "yolo11/cli/cli.h"
+#include "yolo11/model/weights.h"
+#include "yolo11/model/yolo.h"
 #include "yolo11_test_config.h"
 
 namespace fs = std::filesystem;
@@ -116,4 +118,29 @@ TEST(Cli, EveryModeRunsThroughTheFrontEndLikeItsExecutable) {
             0)
       << read_text(log);
   EXPECT_TRUE(fs::exists(fs::path(project) / "synth" / "data.yaml")) << read_text(log);
+}
+
+// Issue 16 item 5: a model trained with single_cls=true validates with single_cls=true (the key was accepted and
+// ignored); without it the error says what to add.
+TEST(Cli, ValWithSingleClsValidatesAOneClassModel) {
+  const std::string project = yolo11::test::scratch_dir("val_single_cls");
+  const std::string model = std::string(YOLO11_TEST_SOURCE_DIR) + "/configs/models/yolo11.yaml";
+  const std::string weights = project + "/one_class.safetensors";
+  yolo11::model::save_weights(*yolo11::model::YOLO(yolo11::model::ModelOptions{model, "n", 1, true}), weights);
+  const std::string data = std::string(YOLO11_TEST_SOURCE_DIR) + "/configs/datasets/coco8.yaml";
+  const std::string datasets = fs::path(yolo11::test::dataset_dir("coco8")).parent_path().string();
+  const std::string log = project + "/log.txt";
+  const std::vector<std::string> base{"val",         "weights=" + weights, "data=" + data, "model=" + model,
+                                      "datasets_dir=" + datasets, "imgsz=64", "batch=4", "workers=0",
+                                      "plots=false", "project=" + project};
+  auto plain = base;
+  plain.push_back("name=plain");
+  EXPECT_EQ(yolo11::test::run(front_end(), plain, log), 1) << read_text(log);
+  EXPECT_NE(read_text(log).find("predicts 1 classes but"), std::string::npos) << read_text(log);
+  EXPECT_NE(read_text(log).find("add single_cls=true"), std::string::npos) << read_text(log);
+  auto single = base;
+  single.insert(single.end(), {"name=single", "single_cls=true"});
+  ASSERT_EQ(yolo11::test::run(front_end(), single, log), 0) << read_text(log);
+  const std::string out = read_text(log);
+  EXPECT_NE(out.find("item"), std::string::npos) << out;  // the one class row, as Ultralytics names it
 }
