@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 #include <unordered_map>
@@ -38,6 +39,57 @@ std::string group_of(const std::string& key) {
   return key.substr(0, pos - 1);
 }
 
+/// Layer index of a "model.<i>...." key, −1 otherwise.
+int layer_of(const std::string& key) {
+  if (key.rfind("model.", 0) != 0) return -1;
+  try {
+    return std::stoi(key.substr(6));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+std::vector<std::string> explain_mismatch(const std::vector<std::pair<std::string, at::Tensor>>& dst,
+                                          const std::unordered_map<std::string, const at::Tensor*>& src) {
+  std::vector<std::string> notes;
+  int dst_last = -1, src_last = -1;
+  for (const auto& [k, t] : dst) dst_last = std::max(dst_last, layer_of(k));
+  for (const auto& [k, t] : src) src_last = std::max(src_last, layer_of(k));
+  for (const auto& [k, t] : dst) {
+    if (k.size() < 12 || k.compare(k.size() - 12, 12, ".conv.weight") != 0 || layer_of(k) != 0) continue;
+    const auto it = src.find(k);
+    if (it != src.end() && it->second->dim() == 4 && t.dim() == 4 && it->second->size(0) != t.size(0))
+      notes.push_back("the source looks like another model scale: its first conv has " +
+                      std::to_string(it->second->size(0)) + " output channels, this model's " +
+                      std::to_string(t.size(0)) + " (pretrained= expects weights of the same scale, e.g. "
+                      "yolo11n weights for a yolo11n model)");
+    break;
+  }
+  if (src_last >= 0 && dst_last >= 0 && src_last != dst_last)
+    notes.push_back("the source has " + std::to_string(src_last + 1) + " layers, this model " +
+                    std::to_string(dst_last + 1) + ": another architecture or depth");
+  if (src_last >= 0) {
+    const std::string head = "model." + std::to_string(src_last) + ".";
+    for (const auto& [k, t] : src)
+      if (k.rfind(head + "proto.", 0) == 0 || k.rfind(head + "cv4.", 0) == 0) {
+        notes.push_back("the source's head has " + k.substr(head.size(), k.find('.', head.size()) - head.size()) +
+                        " layers: weights of another task (segment / pose / obb); only the backbone and neck transfer");
+        break;
+      }
+  }
+  // Class count: the last conv of each cv3 branch has nc outputs.
+  for (const auto& [k, t] : dst) {
+    if (k.find(".cv3.0.2.weight") == std::string::npos) continue;
+    const auto it = src.find(k);
+    if (it != src.end() && it->second->dim() >= 1 && t.dim() >= 1 && it->second->size(0) != t.size(0))
+      notes.push_back("class count differs (" + std::to_string(it->second->size(0)) + " in the source, " +
+                      std::to_string(t.size(0)) + " here): the classification outputs start fresh (expected when "
+                      "fine-tuning on another dataset)");
+    break;
+  }
+  return notes;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, at::Tensor>> state_dict(const torch::nn::Module& m) {
@@ -48,7 +100,8 @@ std::vector<std::pair<std::string, at::Tensor>> state_dict(const torch::nn::Modu
 
 std::string TransferReport::str() const {
   std::ostringstream ss;
-  ss << "Transferred " << transferred << "/" << total << " items from " << source;
+  ss << "Transferred " << transferred << "/" << total << " items (parameters " << params_transferred << "/"
+     << params_total << ", buffers " << buffers_transferred << "/" << buffers_total << ") from " << source;
   if (!skipped.empty()) {
     ss << "; skipped " << skipped.size() << ":";
     // Collapse keys of one group with the same reason kind into "group.*".
@@ -73,6 +126,7 @@ std::string TransferReport::str() const {
     if (groups.size() > shown) ss << ", ... (" << groups.size() - shown << " more groups)";
   }
   if (!unused.empty()) ss << "; " << unused.size() << " source tensors unused";
+  for (const auto& n : notes) ss << ". " << n;
   return ss.str();
 }
 
@@ -84,6 +138,8 @@ TransferReport transfer_weights(torch::nn::Module& m, const std::vector<std::pai
   for (const auto& [k, t] : src) by_name.emplace(k, &t);
   const auto dst = state_dict(m);
   r.total = static_cast<int64_t>(dst.size());
+  std::unordered_map<std::string, bool> is_buffer;
+  for (const auto& b : m.named_buffers(/*recurse=*/true)) is_buffer[b.key()] = true;
   std::unordered_map<std::string, bool> used;
   torch::NoGradGuard no_grad;
   for (const auto& [k, t] : dst) {
@@ -101,9 +157,12 @@ TransferReport transfer_weights(torch::nn::Module& m, const std::vector<std::pai
     at::Tensor target = t;  // aliases the module's storage
     target.copy_(s);
     ++r.transferred;
+    ++(is_buffer.count(k) ? r.buffers_transferred : r.params_transferred);
   }
+  for (const auto& [k, t] : dst) ++(is_buffer.count(k) ? r.buffers_total : r.params_total);
   for (const auto& [k, t] : src)
     if (!used.count(k)) r.unused.push_back(k);
+  r.notes = explain_mismatch(dst, by_name);
   return r;
 }
 

@@ -151,3 +151,35 @@ TEST(Weights, TruncatedOrMissingFileIsAClearErrorNamingIt) {
     }
   }
 }
+
+// Issue 16 item 10: weights of another scale report parameters and buffers apart (BatchNorm step counters are not
+// "transferred weights") and say the source looks like another scale.
+TEST(Weights, AnotherScaleCountsParametersAndBuffersApartAndSaysSo) {
+  const auto dir = test::scratch_dir("model_weights_scale");
+  auto s = make(80, "s");
+  model::save_weights(*s, dir + "/yolo11s.safetensors");
+  auto n = make(80, "n");
+  const auto r = model::load_weights(*n, dir + "/yolo11s.safetensors");
+  EXPECT_EQ(r.total, 499);
+  EXPECT_EQ(r.params_total + r.buffers_total, r.total);
+  EXPECT_EQ(r.params_transferred + r.buffers_transferred, r.transferred);
+  int64_t params = 0;
+  for (const auto& p : n->named_parameters()) params += p.value().defined();
+  EXPECT_EQ(r.params_total, params);
+  // n and s differ in width only: the BatchNorm step counters (shape []) always "fit", the weights mostly do not.
+  EXPECT_GE(r.buffers_transferred, 80);
+  EXPECT_LT(r.params_transferred, r.params_total / 4);
+  const std::string msg = r.str();
+  EXPECT_NE(msg.find("(parameters " + std::to_string(r.params_transferred) + "/" + std::to_string(r.params_total)),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("the source looks like another model scale: its first conv has 32 output channels, this "
+                     "model's 16"),
+            std::string::npos)
+      << msg;
+  // Same scale, other nc: no scale note, a class-count note instead.
+  auto n5 = make(5, "n");
+  const auto r5 = model::transfer_weights(*n5, model::state_dict(*n), "n80");
+  EXPECT_EQ(r5.str().find("another model scale"), std::string::npos) << r5.str();
+  EXPECT_NE(r5.str().find("class count differs (80 in the source, 5 here)"), std::string::npos) << r5.str();
+}

@@ -23,10 +23,16 @@ std::vector<std::pair<std::string, at::Tensor>> state_dict(const torch::nn::Modu
 struct TransferReport {
   int64_t transferred = 0;            ///< model entries that received a value
   int64_t total = 0;                  ///< model entries in total
+  int64_t params_transferred = 0, params_total = 0;    ///< of which parameters (weights, biases)
+  int64_t buffers_transferred = 0, buffers_total = 0;  ///< and buffers (BatchNorm running stats, step counters)
+  /// Why a partial transfer happened, when it is recognisable: another model scale (the first conv's width or the
+  /// layer count differs), another task's head (cv4 / proto in the source's last layer), another class count.
+  std::vector<std::string> notes;
   std::vector<std::string> skipped;   ///< model keys left untouched, each "key (reason)"
   std::vector<std::string> unused;    ///< source keys that matched no model entry
   std::string source;                 ///< file (or description) the values came from
-  /// "Transferred 448/499 items from yolo11n.safetensors; skipped 51: model.23.cv3.* (shape ...)" — keys
+  /// "Transferred 448/499 items (parameters 240/250, buffers 208/249) from yolo11n.safetensors; skipped 51:
+  /// model.23.cv3.* (shape ...)", then the notes — keys
   /// that share a `model.<i>.<child>.` prefix and a reason are collapsed to `prefix.*`.
   std::string str() const;
   bool complete() const { return transferred == total; }
