@@ -217,6 +217,10 @@ Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
     const double rh = static_cast<double>(rs[0]) / os[0], rw = static_cast<double>(rs[1]) / os[1];
     out.ratio_pad.push_back({rh * s.ratio_pad[0], rw * s.ratio_pad[1], s.ratio_pad[2], s.ratio_pad[3]});
   }
+  if (opt_.float_images) {  // engine::to_input's conversion, here in the worker (same ops, same values)
+    instrument::ScopedRange f("to_float");
+    out.images = out.images.to(torch::kFloat).div_(255.0).contiguous(torch::MemoryFormat::ChannelsLast);
+  }
   return out;
 }
 

@@ -58,6 +58,7 @@ std::shared_ptr<data::Loader> make_train_loader(const data::DatasetInfo& info, c
   lo.shuffle = true;
   lo.seed = static_cast<uint64_t>(cfg.seed);
   lo.pin_memory = pin_memory;
+  lo.float_images = !pin_memory;  // training on the CPU: uint8 → float + channels_last in the workers (issue 15)
   return std::make_shared<data::Loader>(ds, augment_options(cfg, true), lo);
 }
 

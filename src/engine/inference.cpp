@@ -65,6 +65,9 @@ torch::Device select_device(const std::string& device) {
 }
 
 at::Tensor to_input(const at::Tensor& images, const torch::Device& device, bool channels_last) {
+  if (images.is_floating_point())  // converted by the loader workers already (LoaderOptions::float_images)
+    return images.to(device, /*non_blocking=*/true)
+        .contiguous(channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous);
   return images.to(device, /*non_blocking=*/true)
       .to(torch::kFloat)
       .div_(255.0)

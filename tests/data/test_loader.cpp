@@ -88,6 +88,24 @@ TEST(Loader, SameSeedGivesIdenticalBatchesWhateverTheWorkerCount) {
   EXPECT_FALSE(torch::equal(other[0].images, runs[0][0].images));  // another seed: other draws
 }
 
+// Issue 15: with float_images the workers deliver exactly what the trainer's to_input made of the uint8 batch
+// (float32 / 255, channels_last), so moving the conversion off the trainer thread changes no value.
+TEST(Loader, FloatImagesAreTheUint8BatchConvertedAsToInputDoesIt) {
+  auto ds = coco8(true);
+  AugmentOptions aug;
+  aug.imgsz = 320;
+  Loader u8(ds, aug, LoaderOptions{.batch = 3, .workers = 2, .seed = 5});
+  Loader f32(ds, aug, LoaderOptions{.batch = 3, .workers = 2, .seed = 5, .float_images = true});
+  const auto a = run_epoch(u8, 1), b = run_epoch(f32, 1);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(b[i].images.scalar_type(), torch::kFloat);
+    EXPECT_TRUE(b[i].images.is_contiguous(torch::MemoryFormat::ChannelsLast));
+    EXPECT_TRUE(torch::equal(b[i].images, a[i].images.to(torch::kFloat).div_(255.0))) << "batch " << i;
+    EXPECT_TRUE(torch::equal(b[i].bboxes, a[i].bboxes));
+  }
+}
+
 TEST(Loader, EpochsReshuffleDeterministicallyAndCoverEveryImage) {
   auto ds = coco8(true);
   AugmentOptions aug;

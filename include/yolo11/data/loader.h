@@ -29,6 +29,10 @@ struct LoaderOptions {
   int rank = 0, world = 1;
   bool pin_memory = false;  ///< page-locked images (only honoured when torch::cuda::is_available())
   bool drop_last = false;
+  /// Deliver the network input instead of uint8: float32 [B, 3, H, W] in [0, 1], channels_last, converted in the
+  /// workers exactly as engine::to_input would (CPU training: the trainer thread then only computes; issue 15).
+  /// Not with pin_memory (CUDA converts on the device, from pinned uint8).
+  bool float_images = false;
 };
 
 class Loader {

@@ -28,7 +28,8 @@ torch::Device select_device(const std::string& device);
 /// The network input of a batch of images (Ultralytics preprocess: `img.to(device).float() / 255`): uint8
 /// [B, 3, H, W] RGB (any device; pinned host memory copies asynchronously) → float32 [B, 3, H, W] in [0, 1] on
 /// `device`, channels_last (NHWC) memory when `channels_last` (the layout the trainer and validator run in), else
-/// contiguous. Used by training, validation and prediction alike.
+/// contiguous. Used by training, validation and prediction alike. Float32 input (already converted by the loader
+/// workers, data::LoaderOptions::float_images) is only moved and laid out.
 at::Tensor to_input(const at::Tensor& images, const torch::Device& device, bool channels_last = true);
 
 }  // namespace yolo11::engine
