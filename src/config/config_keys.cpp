@@ -391,6 +391,7 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(int_key("dist_timeout", &C::dist_timeout, 1, 7 * 24 * 3600));
     t.push_back(enum_key("instrument", &C::instrument, {"off", "basic", "full"}));
     t.push_back(int_key("log_every", &C::log_every, 1, 1e9));
+    t.push_back(int_key("instrument_warmup", &C::instrument_warmup, 0, 1e9));
     t.push_back(step_range_key("trace_steps", &C::trace_steps));
     t.push_back(step_range_key("profile_steps", &C::profile_steps));
     t.push_back(bool_key("sync", &C::sync));

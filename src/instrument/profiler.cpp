@@ -169,6 +169,23 @@ void Profiler::Impl::close_window(int64_t t_end) {
   write_csv(last_window, d);
 }
 
+void Profiler::Impl::close_warmup(int64_t t_end) {
+  if (warmup_rec.empty()) return;
+  if (cuda_timing) resolve(warmup_rec);
+  Accum a;
+  a.reset(names.size());
+  a.epoch = epoch;
+  a.t0_ns = window_t0;
+  a.t1_ns = t_end;
+  for (const auto& r : warmup_rec) add_to(a, r);
+  warmup_rec.clear();
+  window_t0 = t_end;
+  warmup = summarize("warmup", a, false, 0);
+  spdlog::info("warm-up (steps {}-{}, kept out of the windows, tables and diagnosis): {}", a.first_step, a.last_step,
+               format_window_line(*warmup));
+  write_csv(*warmup, Diagnosis{});
+}
+
 void Profiler::Impl::close_epoch_range(int64_t end) {
   if (!epoch_range_open) return;
   epoch_range_open = false;
@@ -209,6 +226,8 @@ Profiler::Profiler(ProfilerOptions opts) : impl_(std::make_unique<Impl>()) {
   enabled_ = o.level != Level::off;
   set_ranges_enabled(enabled_);
   if (!enabled_) return;
+  if (o.warmup_steps < 0)
+    throw std::runtime_error(fmt::format("instrument: warmup_steps={} must be ≥ 0", o.warmup_steps));
   if (o.log_every < 1) throw std::runtime_error(fmt::format("instrument: log_every={} must be ≥ 1", o.log_every));
   for (const auto* r : {&o.trace_steps, &o.profile_steps}) {
     if (*r && ((*r)->first < 0 || (*r)->second <= (*r)->first)) {
@@ -362,11 +381,16 @@ void Profiler::end_step(int64_t images) {
   trace::complete(fmt::format("step {}", m.cur.step), m.step_t0, end, m.cur.step);
   m.cur.wall = static_cast<double>(end - m.step_t0) * 1e-9;
   m.cur.images = images;
-  m.window_steps.push_back(std::move(m.cur));
+  const bool warming = m.steps_seen++ < m.o.warmup_steps;
+  (warming ? m.warmup_rec : m.window_steps).push_back(std::move(m.cur));
   m.new_step_record();
   m.step_open = false;
   m.last_step_end = end;
-  if (static_cast<int64_t>(m.window_steps.size()) >= m.o.log_every) m.close_window(end);
+  if (warming) {
+    if (m.steps_seen == m.o.warmup_steps) m.close_warmup(end);
+  } else if (static_cast<int64_t>(m.window_steps.size()) >= m.o.log_every) {
+    m.close_window(end);
+  }
 }
 
 std::optional<std::string> Profiler::take_window_line() {
@@ -387,6 +411,7 @@ std::string Profiler::end_epoch() {
   Impl& m = *impl_;
   if (m.step_open) end_step(0);
   const int64_t end = now_ns();
+  m.close_warmup(end);  // an epoch shorter than the warm-up
   m.close_window(end);
   if (!m.epoch_open) return {};
   m.epoch_open = false;
@@ -410,6 +435,7 @@ void Profiler::finish() {
   if (!enabled_ || impl_->finished) return;
   Impl& m = *impl_;
   if (m.epoch_open) end_epoch();
+  m.close_warmup(now_ns());
   m.close_window(now_ns());
   m.close_epoch_range(now_ns());
   m.finished = true;

@@ -73,6 +73,9 @@ struct Profiler::Impl {
   StepRecord cur;
   std::vector<StepRecord> window_steps;
   int64_t window_t0 = 0;
+  std::vector<StepRecord> warmup_rec;  // steps of the warm-up window (ProfilerOptions::warmup_steps)
+  int64_t steps_seen = 0;              // steps ended in this process
+  std::optional<WindowSummary> warmup;  // the closed warm-up window
 
   Accum epoch_acc, run_acc;
   std::vector<std::vector<double>> epoch_level;  // per stage: seconds per call outside steps, this epoch
@@ -103,6 +106,7 @@ struct Profiler::Impl {
   WindowSummary summarize(const std::string& kind, const Accum& a, bool with_epoch_level, double epoch_wall) const;
   void add_to(Accum& a, const StepRecord& r);
   void close_window(int64_t t_end);
+  void close_warmup(int64_t t_end);
   void close_epoch_range(int64_t end);
 
   // ---- reports (profiler_report.cpp) ----

@@ -42,7 +42,7 @@ void Profiler::Impl::write_csv(const WindowSummary& w, const Diagnosis& d, bool 
   for (const auto& s : w.stages) {
     if (s.count > 0) row(s, s.per_epoch ? "per_epoch" : "");
   }
-  std::string diag = d.to_string();
+  std::string diag = w.kind == "warmup" ? "warm-up: not diagnosed" : d.to_string();
   std::replace(diag.begin(), diag.end(), '"', '\'');
   if (with_step_row) row(w.step, diag);
   if (w.kind != "window" || now_ns() - csv_last_flush >= kCsvFlushNs) flush_csv();
@@ -93,7 +93,7 @@ void Profiler::Impl::write_summary(bool traced) {
   nlohmann::json j = {
       {"level", to_string(o.level)},
       {"options",
-       {{"log_every", o.log_every}, {"trace_steps", range(o.trace_steps)}, {"profile_steps", range(o.profile_steps)},
+       {{"log_every", o.log_every}, {"warmup_steps", o.warmup_steps}, {"trace_steps", range(o.trace_steps)}, {"profile_steps", range(o.profile_steps)},
         {"sync", o.sync}, {"cuda", o.cuda}, {"cuda_events", cuda_timing}, {"sample_hz", o.sample_hz},
         {"workers", o.workers}, {"batch", o.batch}, {"imgsz", o.imgsz}, {"cache", o.cache}, {"amp", o.amp},
         {"cores", o.cores}, {"device", o.device}}},
@@ -103,6 +103,15 @@ void Profiler::Impl::write_summary(bool traced) {
       {"run", to_json(run, &d)},
       {"epochs", epochs_json},
       {"diagnosis", d.to_string()}};
+  if (warmup) {  // measured: how much slower the first steps were than the steady ones
+    const double steady = run.step.mean;
+    j["warmup"] = {{"steps", warmup->steps},
+                   {"first_step", warmup->first_step},
+                   {"last_step", warmup->last_step},
+                   {"step_mean_s", warmup->step.mean},
+                   {"steady_step_mean_s", steady > 0 ? nlohmann::json(steady) : nlohmann::json(nullptr)},
+                   {"ratio", steady > 0 ? nlohmann::json(warmup->step.mean / steady) : nlohmann::json(nullptr)}};
+  }
   // A resumed run: keep the epochs an earlier process of this run recorded (before this process's first epoch),
   // so summary.json covers the whole run like breakdown.csv and train.log. "run" stays this process's summary.
   const std::string old_path = o.run_dir + "/summary.json";

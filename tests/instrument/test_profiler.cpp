@@ -88,6 +88,37 @@ TEST(Profiler, WindowLineEveryLogEverySteps) {
   EXPECT_NE(line->find("GPU n/a"), std::string::npos);
 }
 
+// Issue 15: the first steps (primitive creation) are their own window, measured and kept out of everything else.
+TEST(Profiler, WarmupStepsFormTheirOwnWindowKeptOutOfTablesSummaryAndDiagnosis) {
+  const std::string dir = test::scratch_dir("instrument_warmup");
+  ProfilerOptions o = quiet(dir);
+  o.warmup_steps = 2;
+  {
+    Profiler p(o);
+    p.begin_epoch(0);
+    for (int64_t i = 0; i < 2; ++i) step(p, i, 40ms);  // slow, data-bound warm-up steps
+    EXPECT_FALSE(p.take_window_line().has_value());
+    for (int64_t i = 2; i < 6; ++i) step(p, i, 100us);
+    const std::string table = p.end_epoch();
+    EXPECT_NE(table.find("epoch 0 (steps 2-5)"), std::string::npos) << table;
+    const auto run = p.run_summary();
+    EXPECT_EQ(run.steps, 4);
+    EXPECT_EQ(run.first_step, 2);
+    EXPECT_LT(run.step.max, 0.035);  // no warm-up step in it
+    EXPECT_NE(p.diagnose().bottleneck, Bottleneck::data) << p.diagnose().to_string();
+    p.finish();
+  }
+  const auto j = nlohmann::json::parse(io::read_file(dir + "/summary.json"));
+  ASSERT_TRUE(j.contains("warmup")) << j.dump();
+  EXPECT_EQ(j["warmup"]["steps"], 2);
+  EXPECT_EQ(j["warmup"]["last_step"], 1);
+  EXPECT_GT(j["warmup"]["ratio"].get<double>(), 3.0);  // 40 ms waits against ~7 ms steps
+  EXPECT_EQ(j["run"]["steps"], 4);
+  int warm_rows = 0;
+  for (const auto& l : lines_of(dir + "/breakdown.csv")) warm_rows += l.rfind("warmup,0,0,1,2,", 0) == 0;
+  EXPECT_GE(warm_rows, 2);  // its stages and its step row
+}
+
 TEST(Profiler, StageTimesFollowWallClockAndDiagnoseDataWait) {
   Profiler p(quiet("", Level::basic, 4));
   p.begin_epoch(0);

@@ -77,6 +77,7 @@ struct TrainConfig {
   int64_t dist_timeout = 1800;       ///< seconds: DDP store connect and every collective (torch.distributed default)
   std::string instrument = "basic";  ///< off | basic | full
   int64_t log_every = 10;
+  int64_t instrument_warmup = 3;     ///< first steps of a process kept out of windows, tables and diagnosis
   StepRange trace_steps;
   StepRange profile_steps;
   bool sync = false;

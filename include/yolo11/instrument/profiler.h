@@ -48,6 +48,11 @@ inline constexpr std::array<const char*, 4> kLoaderStages = {"load", "mosaic", "
 struct ProfilerOptions {
   Level level = Level::basic;
   int64_t log_every = 10;  ///< steps per window (log line, breakdown.csv rows, window diagnosis); ≥ 1
+  /// The first `warmup_steps` steps of this process (oneDNN/cuDNN primitive creation, allocator growth: ~2× a
+  /// steady step on CPU) form their own "warmup" window: logged, written to breakdown.csv (kind "warmup") and to
+  /// summary.json ("warmup": steps, mean step, ratio to the steady mean), and kept out of the windows, the epoch
+  /// tables, the run summary and every diagnosis. 0 = none. ≥ 0.
+  int64_t warmup_steps = 0;
   /// Chrome-trace step range [first, last) recorded when level == full; nullopt → steps 5:25.
   std::optional<std::pair<int64_t, int64_t>> trace_steps;
   /// Nsight capture range [first, last): cudaProfilerStart at begin_step(first), Stop at begin_step(last)
