@@ -27,6 +27,22 @@ add_library(yolo11::deps ALIAS yolo11_deps)
 target_link_libraries(yolo11_deps INTERFACE ${TORCH_LIBRARIES} ${OpenCV_LIBS} yaml-cpp spdlog::spdlog
                       nlohmann_json::nlohmann_json Threads::Threads ${CMAKE_DL_LIBS})
 target_include_directories(yolo11_deps SYSTEM INTERFACE ${OpenCV_INCLUDE_DIRS})
+# Optional OpenCV modules (Debian's OpenCVConfig imports every installed module as a target; the GPU carry built by
+# tools/device/prepare.sh has only core/imgproc/imgcodecs): videoio → video files and webcams as predict sources;
+# freetype (libopencv-contrib-dev) → UTF-8 class names drawn with a TrueType font (fonts-dejavu-core). Absent → those
+# sources are a clear error, and non-ASCII names are drawn as their class index.
+set(YOLO11_HAS_VIDEOIO OFF)
+set(YOLO11_HAS_FREETYPE OFF)
+if(YOLO11_WITH_VIDEOIO AND TARGET opencv_videoio)
+  set(YOLO11_HAS_VIDEOIO ON)
+  target_link_libraries(yolo11_deps INTERFACE opencv_videoio)
+  target_compile_definitions(yolo11_deps INTERFACE YOLO11_HAS_VIDEOIO=1)
+endif()
+if(YOLO11_WITH_FREETYPE AND TARGET opencv_freetype)
+  set(YOLO11_HAS_FREETYPE ON)
+  target_link_libraries(yolo11_deps INTERFACE opencv_freetype)
+  target_compile_definitions(yolo11_deps INTERFACE YOLO11_HAS_FREETYPE=1)
+endif()
 # LibTorch's flags (ABI macro) must reach every translation unit that includes torch headers.
 separate_arguments(_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(yolo11_deps INTERFACE ${_torch_flags})
@@ -80,7 +96,7 @@ if(YOLO11_HAS_CUDA AND YOLO11_C10D_NCCL_HEADER)
                    "Set NCCL_ROOT to enable it.")
   endif()
 endif()
-foreach(_f CUDA NVTX GLOO NCCL)
+foreach(_f CUDA NVTX GLOO NCCL VIDEOIO FREETYPE)
   if(YOLO11_HAS_${_f})
     set(YOLO11_HAS_${_f}_BOOL true)
   else()

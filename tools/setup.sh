@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
 PACKAGES=(build-essential cmake ninja-build pkg-config
           libtorch-dev libgloo-dev libopenblas0-pthread
-          libopencv-dev libyaml-cpp-dev libspdlog-dev libgtest-dev nlohmann-json3-dev libcli11-dev
-          libbenchmark-dev libzip-dev unzip curl ca-certificates python3)
+          libopencv-dev libopencv-contrib-dev fonts-dejavu-core libyaml-cpp-dev libspdlog-dev libgtest-dev
+          nlohmann-json3-dev libcli11-dev libbenchmark-dev libzip-dev unzip curl ca-certificates python3)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

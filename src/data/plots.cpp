@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "yolo11/data/dataset.h"
+#include "yolo11/data/text.h"
 #include "yolo11/io/file.h"
 
 namespace yolo11::data {
@@ -26,7 +27,7 @@ static cv::Scalar color(int64_t i) {
 }
 
 static std::string name_of(const std::vector<std::string>& names, int64_t c) {
-  return c >= 0 && c < static_cast<int64_t>(names.size()) ? names[c] : std::to_string(c);
+  return display_name(c >= 0 && c < static_cast<int64_t>(names.size()) ? names[c] : std::string(), c);
 }
 
 static void draw_box(cv::Mat& img, float x1, float y1, float x2, float y2, const cv::Scalar& col,
@@ -35,11 +36,10 @@ static void draw_box(cv::Mat& img, float x1, float y1, float x2, float y2, const
                 cv::Point(static_cast<int>(x2), static_cast<int>(y2)), col, 1, cv::LINE_AA);
   if (label.empty()) return;
   int base = 0;
-  const cv::Size ts = cv::getTextSize(label, cv::FONT_HERSHEY_SIMPLEX, 0.35, 1, &base);
+  const cv::Size ts = text_size(label, 0.35, 1, &base);  // UTF-8 names through the TrueType font (text.h)
   const int tx = static_cast<int>(x1), ty = std::max(static_cast<int>(y1), ts.height + 2);
   cv::rectangle(img, cv::Point(tx, ty - ts.height - 2), cv::Point(tx + ts.width, ty), col, cv::FILLED);
-  cv::putText(img, label, cv::Point(tx, ty - 1), cv::FONT_HERSHEY_SIMPLEX, 0.35, cv::Scalar(255, 255, 255), 1,
-              cv::LINE_AA);
+  put_text(img, label, cv::Point(tx, ty - 1), 0.35, cv::Scalar(255, 255, 255), 1);
 }
 
 static void write_jpg(const std::string& path, const cv::Mat& img) {
