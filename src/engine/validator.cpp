@@ -95,6 +95,7 @@ ValResult Validator::run(model::YOLO& model, const loss::DetectionLoss* criterio
   if (opt_.plots && !opt_.save_dir.empty()) {
     dm.save_confusion_matrix_png(opt_.save_dir + "/confusion_matrix.png");
     dm.save_confusion_matrix_png(opt_.save_dir + "/confusion_matrix_normalized.png", true);
+    dm.save_confusion_matrix_csv(opt_.save_dir + "/confusion_matrix.csv");
   }
   if (was_training) model->train();
   return r;

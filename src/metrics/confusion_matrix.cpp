@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <stdexcept>
 
+#include "yolo11/data/text.h"
 #include "yolo11/loss/iou.h"
 
 namespace yolo11::metrics {
@@ -78,25 +80,81 @@ std::vector<std::vector<double>> ConfusionMatrix::normalized() const {
   return out;
 }
 
-void ConfusionMatrix::save_png(const std::string& path, const std::vector<std::string>& names, bool normalize) const {
-  const auto data = normalize ? normalized() : m_;
-  const int k = static_cast<int>(nc_ + 1);
+std::vector<int64_t> ConfusionMatrix::plot_classes(int64_t max_classes) const {
+  std::vector<int64_t> idx(static_cast<size_t>(nc_));
+  for (int64_t c = 0; c < nc_; ++c) idx[static_cast<size_t>(c)] = c;
+  if (max_classes <= 0 || nc_ <= max_classes) return idx;
+  std::vector<double> support(static_cast<size_t>(nc_), 0.0), predicted(static_cast<size_t>(nc_), 0.0);
+  for (int64_t r = 0; r <= nc_; ++r)
+    for (int64_t c = 0; c < nc_; ++c) support[static_cast<size_t>(c)] += m_[r][c];
+  for (int64_t r = 0; r < nc_; ++r)
+    for (int64_t c = 0; c <= nc_; ++c) predicted[static_cast<size_t>(r)] += m_[r][c];
+  // Most true instances first; ties: most predictions, then the lower index. Shown in index order.
+  std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+    const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
+    return support[ua] != support[ub] ? support[ua] > support[ub] : predicted[ua] > predicted[ub];
+  });
+  idx.resize(static_cast<size_t>(max_classes));
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
+
+void ConfusionMatrix::save_csv(const std::string& path, const std::vector<std::string>& names) const {
+  auto label = [&](int64_t i) {
+    std::string n = i < nc_ ? (i < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(i)] : std::to_string(i))
+                            : std::string("background");
+    if (n.find_first_of(",\"\n") != std::string::npos) {  // RFC 4180 quoting
+      std::string q = "\"";
+      for (char ch : n) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+      n = q + "\"";
+    }
+    return n;
+  };
+  std::string out = "predicted\\true";
+  for (int64_t c = 0; c <= nc_; ++c) out += "," + label(c);
+  out += "\n";
+  char buf[32];
+  for (int64_t r = 0; r <= nc_; ++r) {
+    out += label(r);
+    for (int64_t c = 0; c <= nc_; ++c) {
+      std::snprintf(buf, sizeof buf, ",%.0f", m_[r][c]);
+      out += buf;
+    }
+    out += "\n";
+  }
+  std::ofstream f(path, std::ios::binary);
+  f << out;
+  if (!f) throw std::runtime_error("ConfusionMatrix::save_csv: cannot write " + path);
+}
+
+void ConfusionMatrix::save_png(const std::string& path, const std::vector<std::string>& names, bool normalize,
+                               int64_t max_classes) const {
+  const auto full = normalize ? normalized() : m_;
+  const std::vector<int64_t> shown = plot_classes(max_classes);
+  const bool capped = static_cast<int64_t>(shown.size()) < nc_;
+  std::vector<int64_t> rows = shown;  // plotted class indices, then background
+  rows.push_back(nc_);
+  const int k = static_cast<int>(rows.size());
+  std::vector<std::vector<double>> vals(static_cast<size_t>(k), std::vector<double>(static_cast<size_t>(k)));
+  for (int r = 0; r < k; ++r)
+    for (int c = 0; c < k; ++c) vals[r][c] = full[rows[r]][rows[c]];
   const int cell = std::clamp(720 / k, 8, 60);
-  const int margin_l = 150, margin_t = 80, margin_b = 150, margin_r = 20;
+  const int margin_l = 150, margin_t = capped ? 100 : 80, margin_b = 150, margin_r = 20;
   const int w = std::max(margin_l + k * cell + margin_r, 520), h = margin_t + k * cell + margin_b;
   cv::Mat img(h, w, CV_8UC3, cv::Scalar(255, 255, 255));
   double vmax = 0;
-  for (const auto& row : data)
+  for (const auto& row : vals)
     for (double v : row) vmax = std::max(vmax, v);
   if (vmax <= 0) vmax = 1;
   const bool annotate = k <= 30;
   auto label = [&](int i) {
-    return i < static_cast<int>(nc_) ? (i < static_cast<int>(names.size()) ? names[i] : std::to_string(i))
-                                     : std::string("background");
+    const int64_t c = rows[i];
+    return c < nc_ ? data::display_name(c < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(c)] : "", c)
+                   : std::string("background");
   };
   for (int r = 0; r < k; ++r)
     for (int c = 0; c < k; ++c) {
-      const double v = data[r][c];
+      const double v = vals[r][c];
       const double t = normalize ? v : v / vmax;  // 0..1, "Blues"-like ramp from white to dark blue
       const cv::Scalar col(255 - 90 * t, 255 - 200 * t, 255 - 245 * t);
       const cv::Point p0(margin_l + c * cell, margin_t + r * cell);
@@ -117,16 +175,15 @@ void ConfusionMatrix::save_png(const std::string& path, const std::vector<std::s
   cv::rectangle(img, cv::Point(margin_l, margin_t), cv::Point(margin_l + k * cell, margin_t + k * cell),
                 cv::Scalar(0, 0, 0), 1);
   const double lfs = std::min(0.45, cell / 40.0);
-  for (int i = 0; i < k && annotate; ++i) {
+  for (int i = 0; i < k && (annotate || capped); ++i) {
     const auto name = label(i);
     int base = 0;
-    const auto sz = cv::getTextSize(name, cv::FONT_HERSHEY_SIMPLEX, lfs, 1, &base);
-    cv::putText(img, name, cv::Point(margin_l - sz.width - 6, margin_t + i * cell + (cell + sz.height) / 2),
-                cv::FONT_HERSHEY_SIMPLEX, lfs, cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
+    const auto sz = data::text_size(name, lfs, 1, &base);
+    data::put_text(img, name, cv::Point(margin_l - sz.width - 6, margin_t + i * cell + (cell + sz.height) / 2), lfs,
+                   cv::Scalar(0, 0, 0), 1);
     // Column labels written vertically: render horizontally and rotate.
     cv::Mat txt(sz.height + base + 4, sz.width + 4, CV_8UC3, cv::Scalar(255, 255, 255));
-    cv::putText(txt, name, cv::Point(2, sz.height + 2), cv::FONT_HERSHEY_SIMPLEX, lfs, cv::Scalar(0, 0, 0), 1,
-                cv::LINE_AA);
+    data::put_text(txt, name, cv::Point(2, sz.height + 2), lfs, cv::Scalar(0, 0, 0), 1);
     cv::Mat rot;
     cv::rotate(txt, rot, cv::ROTATE_90_COUNTERCLOCKWISE);
     const int x0 = margin_l + i * cell + (cell - rot.cols) / 2, y0 = margin_t + k * cell + 6;
@@ -135,6 +192,14 @@ void ConfusionMatrix::save_png(const std::string& path, const std::vector<std::s
   const std::string title = normalize ? "Confusion Matrix Normalized" : "Confusion Matrix";
   cv::putText(img, title, cv::Point(std::max(10, (w - 430) / 2), 35), cv::FONT_HERSHEY_SIMPLEX, 0.8,
               cv::Scalar(0, 0, 0), 2, cv::LINE_AA);
+  if (capped) {
+    const std::string sub = "top " + std::to_string(shown.size()) + " of " + std::to_string(nc_) +
+                            " classes by support (full matrix: confusion_matrix.csv)";
+    int base = 0;
+    const auto sz = cv::getTextSize(sub, cv::FONT_HERSHEY_SIMPLEX, 0.5, 1, &base);
+    cv::putText(img, sub, cv::Point(std::max(5, (w - sz.width) / 2), 62), cv::FONT_HERSHEY_SIMPLEX, 0.5,
+                cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
+  }
   cv::putText(img, "True", cv::Point(margin_l + k * cell / 2 - 20, h - 12), cv::FONT_HERSHEY_SIMPLEX, 0.6,
               cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
   cv::putText(img, "Predicted", cv::Point(5, margin_t - 8), cv::FONT_HERSHEY_SIMPLEX, 0.6, cv::Scalar(0, 0, 0), 1,

@@ -330,4 +330,6 @@ void DetMetrics::save_confusion_matrix_png(const std::string& path, bool normali
   cm_.save_png(path, names_, normalize);
 }
 
+void DetMetrics::save_confusion_matrix_csv(const std::string& path) const { cm_.save_csv(path, names_); }
+
 }  // namespace yolo11::metrics

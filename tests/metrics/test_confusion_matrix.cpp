@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <opencv2/imgcodecs.hpp>
 
 #include "golden.h"
@@ -57,4 +60,56 @@ TEST(ConfusionMatrix, WritesPngCountsAndNormalized) {
     EXPECT_GT(img.cols, 200);
   }
   EXPECT_THROW(cm.save_png("/nonexistent_dir_xyz/cm.png", {"a", "b", "c"}, false), std::exception);
+}
+
+TEST(ConfusionMatrix, ThousandClassesPlotIsCappedAndTheCsvIsComplete) {
+  const int64_t nc = 1000;
+  metrics::ConfusionMatrix cm(nc);
+  // Class c has (c % 97) + 1 true instances, all detected correctly, so class 96, 193, ... have the most (97).
+  for (int64_t c = 0; c < nc; ++c) {  // one batch per class: n disjoint boxes, each detected with its class
+    const int64_t n = (c % 97) + 1;
+    auto gt = torch::zeros({n, 4});
+    for (int64_t k = 0; k < n; ++k) {
+      gt[k][0] = static_cast<float>(k) * 20.f;
+      gt[k][2] = static_cast<float>(k) * 20.f + 10.f;
+      gt[k][3] = 10.f;
+    }
+    auto pred = torch::cat({gt, torch::full({n, 1}, 0.9f), torch::full({n, 1}, static_cast<float>(c))}, 1);
+    cm.process_batch(pred, torch::full({n}, c, torch::kLong), gt);
+  }
+  const auto shown = cm.plot_classes();
+  ASSERT_EQ(shown.size(), 50u);
+  // the ten classes with 97 instances (96, 193, ..., 969) are among them, and nothing with fewer than 93
+  for (int64_t c = 96; c < nc; c += 97) EXPECT_NE(std::find(shown.begin(), shown.end(), c), shown.end()) << c;
+  for (int64_t c : shown) EXPECT_GE(c % 97 + 1, 93) << c;
+  EXPECT_EQ(cm.plot_classes(0).size(), static_cast<size_t>(nc));
+
+  const auto dir = test::scratch_dir("cm1000");
+  std::vector<std::string> names;
+  for (int64_t c = 0; c < nc; ++c) names.push_back("class_" + std::to_string(c));
+  names[3] = "a,\"quoted\" name";
+  cm.save_png(dir + "/confusion_matrix.png", names, false);
+  const cv::Mat img = cv::imread(dir + "/confusion_matrix.png");
+  ASSERT_FALSE(img.empty());
+  EXPECT_LE(img.cols, 1000);  // was 8178 × 8238 with every class
+  EXPECT_LE(img.rows, 1100);
+  cm.save_csv(dir + "/confusion_matrix.csv", names);
+  std::ifstream f(dir + "/confusion_matrix.csv");
+  std::vector<std::string> rows;
+  for (std::string l; std::getline(f, l);) rows.push_back(l);
+  ASSERT_EQ(rows.size(), static_cast<size_t>(nc + 2));  // header + nc classes + background
+  EXPECT_EQ(rows[0].substr(0, 30), "predicted\\true,class_0,class_1");
+  EXPECT_NE(rows[0].find(",\"a,\"\"quoted\"\" name\","), std::string::npos);
+  EXPECT_EQ(rows[0].substr(rows[0].size() - 11), ",background");
+  EXPECT_EQ(std::count(rows[1].begin(), rows[1].end(), ','), nc + 1);
+  // row "class_96": 97 on the diagonal, zero elsewhere
+  const std::string& r96 = rows[97];
+  ASSERT_EQ(r96.rfind("class_96,", 0), 0u) << r96.substr(0, 40);
+  std::vector<std::string> cells;
+  std::stringstream ss(r96);
+  for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
+  ASSERT_EQ(cells.size(), static_cast<size_t>(nc + 2));
+  EXPECT_EQ(cells[97], "97");
+  EXPECT_EQ(cells[98], "0");
+  EXPECT_EQ(rows.back().rfind("background,", 0), 0u);
 }

@@ -19,9 +19,19 @@ class ConfusionMatrix {
   const std::vector<std::vector<double>>& matrix() const { return m_; }
   /// Column-normalised copy (each true-class column sums to 1; +1e-9 guard).
   std::vector<std::vector<double>> normalized() const;
-  /// Renders the matrix (counts or normalised) as a PNG heat map with class labels via OpenCV. Throws
+  /// Renders the matrix (counts or normalised) as a PNG heat map with class labels via OpenCV (UTF-8 names through
+  /// data/text.h). With more than `max_classes` classes only plot_classes(max_classes) and background are drawn (the
+  /// subtitle says "top N of nc classes by support"), so the picture stays under ~1,000 px a side. Throws
   /// std::runtime_error when the file cannot be written.
-  void save_png(const std::string& path, const std::vector<std::string>& names, bool normalize) const;
+  void save_png(const std::string& path, const std::vector<std::string>& names, bool normalize,
+                int64_t max_classes = kMaxPlotClasses) const;
+  /// The full (nc + 1) × (nc + 1) count matrix as CSV: a header "predicted\true,<names...>,background", then one row
+  /// per predicted class (and background) of integer counts. Throws std::runtime_error when it cannot be written.
+  void save_csv(const std::string& path, const std::vector<std::string>& names) const;
+  /// The class indices save_png() draws, ascending: all of them when nc <= max_classes (or max_classes <= 0), else
+  /// the max_classes with the most true instances (ties: most predictions, then lower index).
+  std::vector<int64_t> plot_classes(int64_t max_classes = kMaxPlotClasses) const;
+  static constexpr int64_t kMaxPlotClasses = 50;
   int64_t nc() const { return nc_; }
 
  private:

@@ -83,6 +83,8 @@ class DetMetrics {
   std::string table(const Results& r) const;
   /// Writes confusion_matrix.png (counts) or the normalised version at `path`.
   void save_confusion_matrix_png(const std::string& path, bool normalize = false) const;
+  /// Writes the full confusion matrix (counts, every class) as CSV at `path` (ConfusionMatrix::save_csv).
+  void save_confusion_matrix_csv(const std::string& path) const;
   const ConfusionMatrix& confusion_matrix() const { return cm_; }
   const std::vector<std::string>& names() const { return names_; }
   int64_t seen() const { return seen_; }
