@@ -4,6 +4,11 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include <opencv2/imgcodecs.hpp>
+#include <torch/torch.h>
+
+#include "golden.h"
+#include "yolo11/data/plots.h"
 #include "yolo11/data/text.h"
 
 using namespace yolo11::data;
@@ -52,4 +57,26 @@ TEST(PlotText, NonAsciiNameIsDrawnWithTheFontOrAsTheClassIndex) {
   EXPECT_FALSE(utf8_text_available());
   EXPECT_EQ(display_name(name, 3), "3");
 #endif
+}
+
+TEST(PlotText, BatchMosaicDrawsUtf8NamesNotQuestionMarks) {
+  // One white 64x64 image with one box of class 0; the picture with a Cyrillic name must differ from the one drawn
+  // with the literal "??" bytes Hershey would have produced.
+  Batch b;
+  b.images = torch::full({1, 3, 64, 64}, 255, torch::kUInt8);
+  b.batch_idx = torch::zeros({1}, torch::kLong);
+  b.cls = torch::zeros({1}, torch::kLong);
+  b.bboxes = torch::tensor({{0.5f, 0.6f, 0.8f, 0.5f}});
+  b.im_files = {"a.jpg"};
+  const std::string dir = yolo11::test::scratch_dir("mosaic");
+  plot_images(b, {"\xd0\xb6\xd1\x83\xd0\xba"}, dir + "/utf8.jpg");  // "жук"
+  plot_images(b, {"???"}, dir + "/qmarks.jpg");     // Hershey: one "?" per code point
+  plot_images(b, {"??????"}, dir + "/qmarks6.jpg");  // or per byte
+  plot_images(b, {"0"}, dir + "/index.jpg");
+  const cv::Mat u = cv::imread(dir + "/utf8.jpg"), q = cv::imread(dir + "/qmarks.jpg"), i = cv::imread(dir + "/index.jpg");
+  ASSERT_FALSE(u.empty());
+  EXPECT_GT(cv::norm(u, q, cv::NORM_L1), 0.0);
+  EXPECT_GT(cv::norm(u, cv::imread(dir + "/qmarks6.jpg"), cv::NORM_L1), 0.0);
+  if (utf8_text_available()) EXPECT_GT(cv::norm(u, i, cv::NORM_L1), 0.0);
+  else EXPECT_EQ(cv::norm(u, i, cv::NORM_INF), 0.0);  // fallback: the class index
 }
