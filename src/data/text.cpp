@@ -14,11 +14,11 @@
 namespace yolo11::data {
 namespace {
 
+#ifdef YOLO11_HAS_FREETYPE
 // FONT_HERSHEY_SIMPLEX at scale s has a cap height of about 22 s px; DejaVu's cap height is 0.73 em, so a TrueType
 // pixel height of 30 s draws capitals of the same size.
 int ttf_height(double font_scale) { return std::max(8, static_cast<int>(std::lround(30.0 * font_scale))); }
 
-#ifdef YOLO11_HAS_FREETYPE
 struct Ttf {
   std::mutex mu;  // cv::freetype::FreeType2 is not thread-safe
   cv::Ptr<cv::freetype::FreeType2> ft;
