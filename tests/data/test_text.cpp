@@ -14,7 +14,7 @@
 using namespace yolo11::data;
 
 namespace {
-cv::Rect ink(const cv::Mat& img) {  // bounding box of the non-white pixels
+[[maybe_unused]] cv::Rect ink(const cv::Mat& img) {  // bounding box of the non-white pixels
   cv::Mat gray, mask;
   cv::cvtColor(img, gray, cv::COLOR_BGR2GRAY);
   cv::threshold(gray, mask, 250, 255, cv::THRESH_BINARY_INV);
