@@ -52,7 +52,9 @@ double num(const std::string& s, const std::string& where) {
 
 }  // namespace
 
-std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vector<StageSummary>* epoch_stages) {
+std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vector<StageSummary>* epoch_stages,
+                                              std::vector<WindowSummary>* warmup) {
+  std::vector<WindowSummary> warm;
   std::istringstream in(io::read_file(path));
   std::string line;
   if (!std::getline(in, line)) throw std::runtime_error(path + " is empty; expected a yolo11 breakdown.csv");
@@ -92,11 +94,12 @@ std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vect
       }
       continue;
     }
-    if (kind != "window") continue;
+    if (kind != "window" && kind != "warmup") continue;
+    auto& into = kind == "window" ? windows : warm;  // warm-up rows: kept apart (Profiler, instrument_warmup)
     const int64_t first = static_cast<int64_t>(num(f[col["first_step"]], where));
-    if (windows.empty() || windows.back().first_step != first || windows.back().step.count > 0) {
+    if (into.empty() || into.back().first_step != first || into.back().step.count > 0) {
       WindowSummary w;
-      w.kind = "window";
+      w.kind = kind;
       w.epoch = static_cast<int64_t>(num(f[col["epoch"]], where));
       w.first_step = first;
       w.last_step = static_cast<int64_t>(num(f[col["last_step"]], where));
@@ -107,9 +110,9 @@ std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vect
       w.cpu_percent = num(f[col["cpu_percent"]], where);
       if (col.count("rss_mb")) w.rss_mb = num(f[col["rss_mb"]], where);
       if (col.count("gpu_mem_mb")) w.gpu_mem_mb = num(f[col["gpu_mem_mb"]], where);
-      windows.push_back(w);
+      into.push_back(w);
     }
-    WindowSummary& w = windows.back();
+    WindowSummary& w = into.back();
     if (s.name == "step") {
       w.step = s;  // closes the window (it is the last row of each window)
     } else {
@@ -141,12 +144,19 @@ std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vect
   return windows;
 }
 
-std::vector<WindowSummary> read_log_windows(const std::string& path) {
+std::vector<WindowSummary> read_log_windows(const std::string& path, std::vector<WindowSummary>* warmup) {
   std::istringstream in(io::read_file(path));
   std::vector<WindowSummary> out;
   for (std::string line; std::getline(in, line);) {
     WindowSummary w;
-    if (parse_window_line(line, w)) out.push_back(std::move(w));
+    const bool warm = line.find("warm-up (steps ") != std::string::npos;  // the Profiler's warm-up window
+    if (!parse_window_line(line, w)) continue;
+    if (!warm) {
+      out.push_back(std::move(w));
+    } else if (warmup != nullptr) {
+      w.kind = "warmup";
+      warmup->push_back(std::move(w));
+    }
   }
   return out;
 }
@@ -282,7 +292,12 @@ AnalyzeResult analyze_run(const std::string& path) {
     r.source = p.string();
   }
   const bool csv = r.source.size() >= 4 && r.source.compare(r.source.size() - 4, 4, ".csv") == 0;
-  r.windows = csv ? read_breakdown_csv(r.source, &r.epoch_stages) : read_log_windows(r.source);
+  std::vector<WindowSummary> warmup;
+  r.windows = csv ? read_breakdown_csv(r.source, &r.epoch_stages, &warmup) : read_log_windows(r.source, &warmup);
+  if (r.windows.empty() && !warmup.empty()) {  // a run that ended within its warm-up steps: better than nothing
+    r.windows = warmup;
+    r.warmup_only = true;
+  }
   if (r.windows.empty()) {
     throw std::runtime_error(r.source + " contains no instrumentation windows (lines like 'dataloader: 0.2s (38%), "
                                         "... step: 0.5s, 28.6 img/s, data-wait 38%, GPU 54%')");
@@ -299,6 +314,9 @@ AnalyzeResult analyze_run(const std::string& path) {
   WindowSummary shown = r.overall;
   for (const auto& s : r.epoch_stages) shown.stages.push_back(s);
   std::string rep = fmt::format("source: {} ({} windows)\n", r.source, r.windows.size());
+  if (r.warmup_only)
+    rep += "note: the run ended within its warm-up steps (instrument_warmup): these figures include start-up costs "
+           "(primitive creation, allocator growth); run more steps for steady-state advice\n";
   rep += format_table(shown);
   rep += "windows by diagnosis:";
   for (const auto& [k, n] : counts) rep += fmt::format(" {} {}", k, n);

@@ -105,4 +105,33 @@ TEST(Analyze, ClearErrorsForMissingOrForeignInput) {
 }
 
 }  // namespace
+
+// A run that ended within its warm-up steps (instrument_warmup) has no steady window: analyze reads the warm-up
+// window instead and says so, from breakdown.csv and from the log alike.
+TEST(Analyze, ARunShorterThanItsWarmupIsAnalyzedFromTheWarmupWindowWithANote) {
+  const std::string dir = test::scratch_dir("analyze_warmup_only");
+  {
+    ProfilerOptions o;
+    o.level = Level::basic;
+    o.log_every = 2;
+    o.run_dir = dir;
+    o.warmup_steps = 3;
+    Profiler p(o);
+    p.begin_epoch(0);
+    for (int64_t i = 0; i < 2; ++i) {
+      p.begin_step(i);
+      { auto s = p.stage("dataloader"); }
+      { auto s = p.stage("forward"); }
+      p.end_step(4);
+    }
+    p.end_epoch();
+    p.finish();
+  }
+  const auto r = analyze_run(dir);
+  EXPECT_TRUE(r.warmup_only);
+  ASSERT_EQ(r.windows.size(), 1u);
+  EXPECT_EQ(r.windows[0].steps, 2);
+  EXPECT_NE(r.report.find("note: the run ended within its warm-up steps"), std::string::npos) << r.report;
+}
+
 }  // namespace yolo11::instrument

@@ -20,13 +20,17 @@ struct AnalyzeResult {
   Diagnosis diagnosis;                 ///< of `overall`
   std::vector<Diagnosis> window_diagnoses;
   std::string report;                  ///< human-readable table + diagnosis
+  bool warmup_only = false;            ///< no steady window: the warm-up window was analyzed (said in the report)
 };
 
 /// Window rows (kind "window") of a breakdown.csv. Throws std::runtime_error naming the file and line when
 /// the header or a row is malformed.
-std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vector<StageSummary>* epoch_stages = nullptr);
-/// Every window line found in a log (train.log or a captured console); other lines are ignored.
-std::vector<WindowSummary> read_log_windows(const std::string& path);
+/// Warm-up rows (kind "warmup") go to `warmup` when given, never into the returned windows.
+std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vector<StageSummary>* epoch_stages = nullptr,
+                                              std::vector<WindowSummary>* warmup = nullptr);
+/// Every window line found in a log (train.log or a captured console); other lines are ignored; the warm-up line
+/// ("warm-up (steps a-b, ...): ...") goes to `warmup` when given.
+std::vector<WindowSummary> read_log_windows(const std::string& path, std::vector<WindowSummary>* warmup = nullptr);
 /// Combines windows: totals add up; mean = total / count; p50 = median of window p50s, p95 = 95th percentile of
 /// window p95s (windows keep no raw samples), max = max; shares of the summed step time.
 WindowSummary combine_windows(const std::vector<WindowSummary>& windows);
