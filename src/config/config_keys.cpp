@@ -396,6 +396,9 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(step_range_key("profile_steps", &C::profile_steps));
     t.push_back(bool_key("sync", &C::sync));
     t.push_back(str_key("datasets_dir", &C::datasets_dir));
+    t.push_back(bool_key("tensorboard", &C::tensorboard));
+    t.push_back(int_key("metrics_port", &C::metrics_port, 0, 65535, " (0 = off)"));
+    t.push_back(str_key("metrics_host", &C::metrics_host));
     return t;
   }();
   return table;

@@ -82,6 +82,9 @@ struct TrainConfig {
   StepRange profile_steps;
   bool sync = false;
   std::string datasets_dir = "datasets";
+  bool tensorboard = false;          ///< write runs/train/<name>/events.out.tfevents.* (engine/loggers.h)
+  int64_t metrics_port = 0;          ///< Prometheus /metrics on this TCP port (rank r: port + LOCAL_RANK); 0 = off
+  std::string metrics_host = "127.0.0.1";  ///< address the /metrics server binds (0.0.0.0 = every interface)
 
   /// Loads default.yaml (see default_config_path()), then `cfg_file` (if not empty), then `overrides`
   /// ("key=value", Ultralytics CLI form; "cfg=FILE" is accepted as an alternative to `cfg_file`).
