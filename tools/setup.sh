@@ -8,7 +8,9 @@ BUILD_DIR=${1:-build}
 PACKAGES=(build-essential cmake ninja-build pkg-config
           libtorch-dev libgloo-dev libopenblas0-pthread
           libopencv-dev libopencv-contrib-dev fonts-dejavu-core libyaml-cpp-dev libspdlog-dev libgtest-dev
-          nlohmann-json3-dev libcli11-dev libbenchmark-dev libzip-dev unzip curl ca-certificates python3)
+          nlohmann-json3-dev libcli11-dev libbenchmark-dev libzip-dev unzip curl ca-certificates python3
+          libprotobuf-dev protobuf-compiler python3-protobuf  # tensorboard=true; python3-protobuf: its read-back test
+          libcpp-httplib-dev)                                  # metrics_port= (/metrics endpoint)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
