@@ -1,6 +1,6 @@
 // Callback registry and the trainer's default callbacks (include/yolo11/engine/callbacks.h): the console logger
 // (Ultralytics' tqdm progress line, the profiler's window lines, the epoch line), the first train-batch plots,
-// results.csv/png and checkpointing.
+// results.csv/png and checkpointing; then the TensorBoard and /metrics loggers (src/engine/loggers.cpp).
 #include "yolo11/engine/callbacks.h"
 
 #include <spdlog/spdlog.h>
@@ -13,6 +13,7 @@
 #include "yolo11/compat.h"
 #include "yolo11/data/plots.h"
 #include "yolo11/engine/checkpoint.h"
+#include "yolo11/engine/loggers.h"
 #include "yolo11/engine/run.h"
 #include "yolo11/io/run_dir.h"
 #include "yolo11/model/weights.h"
@@ -181,6 +182,8 @@ void add_default_callbacks(Callbacks& cbs) {
   cbs.add(Event::on_fit_epoch_end, [console](TrainContext& c) { console->fit_epoch_end(c); });
   cbs.add(Event::on_model_save, save_model);
   cbs.add(Event::on_train_end, [console](TrainContext& c) { console->train_end(c); });
+  add_tensorboard_callbacks(cbs);  // tensorboard=true
+  add_metrics_callbacks(cbs);      // metrics_port=N
 }
 
 }  // namespace yolo11::engine

@@ -1,7 +1,8 @@
 #pragma once
 // Trainer callbacks: Ultralytics' event names (ultralytics/utils/callbacks/base.py), a typed context, and the
 // registry the trainer fires them through. The console logger, results.csv/png and checkpointing are callbacks
-// themselves (default_callbacks), registered first; a user's callbacks run after them, in registration order.
+// themselves (default_callbacks), registered first, and so are the TensorBoard and /metrics loggers
+// (engine/loggers.h); a user's callbacks run after them, in registration order.
 //
 // Order of one run (epochs E, batches per epoch B, validation every epoch):
 //   on_pretrain_routine_start, on_pretrain_routine_end, on_train_start,
@@ -107,7 +108,8 @@ class Callbacks {
 };
 
 /// The trainer's own callbacks, registered before any user callback: the console logger (progress line, window
-/// and epoch lines), plots of the first train batches, results.csv/png (rank 0), checkpointing (save=true, rank 0).
+/// and epoch lines), plots of the first train batches, results.csv/png (rank 0), checkpointing (save=true, rank 0),
+/// then the TensorBoard (tensorboard=true) and /metrics (metrics_port=N) loggers of engine/loggers.h.
 void add_default_callbacks(Callbacks& cbs);
 
 }  // namespace yolo11::engine
