@@ -1,0 +1,218 @@
+// Prometheus /metrics endpoint (issue 11): a coco8 run with metrics_port=N answers real HTTP requests while it trains
+// (made from the run's own callbacks, over a plain socket) with the text exposition format, values matching what the
+// trainer reports; a port already in use is a clear error naming it; the server is gone when the run ends.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "golden.h"
+#include "process.h"
+#include "yolo11/config/train_config.h"
+#include "yolo11/engine/callbacks.h"
+#include "yolo11/engine/results.h"
+#include "yolo11/engine/trainer.h"
+#include "yolo11/io/metrics_server.h"
+
+using namespace yolo11;
+using engine::Event;
+
+namespace {
+
+/// A listening TCP socket on 127.0.0.1 (port 0: the kernel picks one); closed at destruction.
+struct Listener {
+  int fd = -1;
+  int port = 0;
+  explicit Listener(int want = 0) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(want));
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 4) != 0)
+      throw std::runtime_error("test listener: bind/listen failed");
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  ~Listener() { ::close(fd); }
+};
+
+/// A port that was free a moment ago.
+int free_port() { return Listener().port; }
+
+/// HTTP/1.0 GET over a plain socket: (status code, body); status −1 when the connection is refused.
+std::pair<int, std::string> http_get(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return {-1, ""};
+  }
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  ::send(fd, req.data(), req.size(), 0);
+  std::string resp;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) resp.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  const auto sp = resp.find(' '), body = resp.find("\r\n\r\n");
+  if (sp == std::string::npos || body == std::string::npos) return {0, resp};
+  return {std::stoi(resp.substr(sp + 1, 3)), resp.substr(body + 4)};
+}
+
+/// Parses the text exposition: "name{labels}" → value; "# TYPE name kind" into `types`. Fails on a malformed line.
+std::map<std::string, double> parse_exposition(const std::string& text, std::map<std::string, std::string>& types) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    if (line.rfind("# TYPE ", 0) == 0) {
+      std::istringstream t(line.substr(7));
+      std::string name, kind;
+      t >> name >> kind;
+      types[name] = kind;
+      continue;
+    }
+    if (line[0] == '#') continue;
+    const auto sp = line.rfind(' ');
+    if (sp == std::string::npos) throw std::runtime_error("malformed exposition line: " + line);
+    out[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(MetricsEndpoint, ServesPrometheusTextDuringACoco8Run) {
+  const std::string project = test::scratch_dir("metrics_run");
+  const int port = free_port();
+  auto args = test::coco8_train_args(project, "run", 2, 2);
+  for (const std::string& a : std::vector<std::string>{"instrument=basic", "log_every=1", "metrics_port=" + std::to_string(port)})
+    args.push_back(a);
+  engine::Trainer trainer(config::TrainConfig::load("", args));
+  if (!io::metrics_server_available()) {
+    try {
+      trainer.train();
+      FAIL() << "metrics_port trained without cpp-httplib";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("libcpp-httplib-dev"), std::string::npos) << e.what();
+    }
+    return;
+  }
+
+  std::vector<std::string> problems;
+  int scrapes = 0;
+  auto scrape = [&](const char* when, std::map<std::string, std::string>& types) {
+    const auto [status, body] = http_get(port, "/metrics");
+    ++scrapes;
+    if (status != 200) problems.push_back(std::string(when) + ": HTTP " + std::to_string(status) + " " + body);
+    return parse_exposition(body, types);
+  };
+  const std::string r0 = "{rank=\"0\"}";
+  trainer.add_callback(Event::on_train_epoch_end, [&](engine::TrainContext& c) {
+    std::map<std::string, std::string> types;
+    auto m = scrape("on_train_epoch_end", types);
+    const double steps = static_cast<double>(2 * (c.epoch + 1));
+    auto expect = [&](const std::string& key, double want, double tol = 0) {
+      if (!m.count(key)) problems.push_back("missing " + key);
+      else if (std::abs(m[key] - want) > tol + 1e-6 * std::abs(want))
+        problems.push_back(key + " = " + std::to_string(m[key]) + ", want " + std::to_string(want));
+    };
+    expect("yolo11_up" + r0, 1);
+    expect("yolo11_world_size" + r0, 1);
+    expect("yolo11_epoch" + r0, static_cast<double>(c.epoch + 1));
+    expect("yolo11_epochs" + r0, 2);
+    expect("yolo11_steps_total" + r0, steps);
+    expect("yolo11_images_total" + r0, 2 * steps);
+    const char* losses[3] = {"box", "cls", "dfl"};
+    for (size_t k = 0; k < 3; ++k)
+      expect(std::string("yolo11_train_loss{loss=\"") + losses[k] + "\",rank=\"0\"}", c.tloss[k], 1e-6 * std::abs(c.tloss[k]));
+    for (const char* st : {"dataloader", "forward", "backward"}) {
+      const std::string key = std::string("yolo11_stage_seconds_total{stage=\"") + st + "\",rank=\"0\"}";
+      if (!(m[key] > 0)) problems.push_back(key + " not > 0");
+    }
+    for (const char* key : {"yolo11_step_seconds", "yolo11_images_per_second"})
+      if (!(m[key + r0] > 0)) problems.push_back(std::string(key) + " not > 0");
+    if (!(m["yolo11_data_wait_ratio" + r0] >= 0 && m["yolo11_data_wait_ratio" + r0] <= 1)) problems.push_back("data wait");
+    if (types["yolo11_stage_seconds_total"] != "counter" || types["yolo11_steps_total"] != "counter" ||
+        types["yolo11_step_seconds"] != "gauge")
+      problems.push_back("wrong # TYPE lines");
+    if (m.count("yolo11_gpu_utilization_percent" + r0)) problems.push_back("GPU utilisation on a CPU run");
+    if (!(m["yolo11_lr{group=\"0\",rank=\"0\"}"] > 0)) problems.push_back("lr group 0");
+  });
+  trainer.add_callback(Event::on_fit_epoch_end, [&](engine::TrainContext& c) {
+    std::map<std::string, std::string> types;
+    auto m = scrape("on_fit_epoch_end", types);
+    if (c.row == nullptr) return;
+    const std::pair<const char*, double> want[] = {{"mAP50", c.row->map50}, {"mAP50-95", c.row->map50_95},
+                                                   {"precision", c.row->precision}, {"recall", c.row->recall}};
+    for (const auto& [name, v] : want) {
+      const std::string key = std::string("yolo11_val_metric{metric=\"") + name + "\",rank=\"0\"}";
+      if (!m.count(key) || std::abs(m[key] - v) > 1e-9) problems.push_back(key + " missing or wrong");
+    }
+    const std::string vl = "yolo11_val_loss{loss=\"box\",rank=\"0\"}";
+    if (!m.count(vl) || std::abs(m[vl] - c.row->val_box_loss) > 1e-9) problems.push_back(vl + " missing or wrong");
+    if (http_get(port, "/").first != 404) problems.push_back("/ is not 404");
+  });
+
+  const auto summary = trainer.train();
+  ASSERT_EQ(summary.epochs_done, 2);
+  EXPECT_EQ(scrapes, 4);
+  EXPECT_TRUE(problems.empty()) << problems.size() << " problems, first: " << problems.front();
+  EXPECT_EQ(http_get(port, "/metrics").first, -1) << "the server outlived the run";
+}
+
+TEST(MetricsEndpoint, APortInUseIsAClearErrorNamingThePort) {
+  Listener busy;  // another process's server, as far as the trainer can tell
+  const std::string project = test::scratch_dir("metrics_busy");
+  auto args = test::coco8_train_args(project, "run", 1, 2);
+  args.push_back("metrics_port=" + std::to_string(busy.port));
+  engine::Trainer trainer(config::TrainConfig::load("", args));
+  try {
+    trainer.train();
+    FAIL() << "trained with metrics_port on a busy port";
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    const std::string p = std::to_string(busy.port);
+    if (io::metrics_server_available()) {
+      EXPECT_NE(msg.find("metrics_port=" + p), std::string::npos) << msg;
+      EXPECT_NE(msg.find("127.0.0.1:" + p), std::string::npos) << msg;
+      EXPECT_NE(msg.find("in use"), std::string::npos) << msg;
+    } else {
+      EXPECT_NE(msg.find("libcpp-httplib-dev"), std::string::npos) << msg;
+    }
+  }
+  // The server class alone: a second server on a port the first holds is refused the same way.
+  if (io::metrics_server_available()) {
+    auto reg = std::make_shared<io::MetricsRegistry>();
+    const int port = free_port();
+    io::MetricsServer first(reg, "127.0.0.1", port);
+    EXPECT_THROW(io::MetricsServer(reg, "127.0.0.1", port), std::runtime_error);
+  }
+}
+
+TEST(MetricsEndpoint, RegistryRendersHelpTypeAndLabelledSamples) {
+  io::MetricsRegistry reg;
+  reg.declare("b_total", io::MetricsRegistry::Type::counter, "a counter");
+  reg.declare("a", io::MetricsRegistry::Type::gauge, "a gauge");
+  reg.declare("unused", io::MetricsRegistry::Type::gauge, "never set");
+  reg.add("b_total", "x=\"1\"", 2);
+  reg.add("b_total", "x=\"1\"", 0.5);
+  reg.set("a", "", 7);
+  EXPECT_EQ(reg.render(), "# HELP a a gauge\n# TYPE a gauge\na 7\n# HELP b_total a counter\n# TYPE b_total counter\n"
+                          "b_total{x=\"1\"} 2.5\n");
+  EXPECT_THROW(reg.set("nope", "", 1), std::logic_error);
+}
