@@ -100,7 +100,7 @@ TEST(MetricsEndpoint, ServesPrometheusTextDuringACoco8Run) {
   const std::string project = test::scratch_dir("metrics_run");
   const int port = free_port();
   auto args = test::coco8_train_args(project, "run", 2, 2);
-  for (const std::string& a : std::vector<std::string>{"instrument=basic", "log_every=1", "metrics_port=" + std::to_string(port)})
+  for (const std::string& a : std::vector<std::string>{"instrument=basic", "log_every=1", "instrument_warmup=0", "metrics_port=" + std::to_string(port)})
     args.push_back(a);
   engine::Trainer trainer(config::TrainConfig::load("", args));
   if (!io::metrics_server_available()) {
