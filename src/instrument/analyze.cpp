@@ -141,6 +141,7 @@ std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vect
       epoch_stages->push_back(c);
     }
   }
+  if (warmup != nullptr) *warmup = std::move(warm);
   return windows;
 }
 
