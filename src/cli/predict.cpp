@@ -22,14 +22,18 @@ int predict(int argc, char** argv) {
   std::vector<std::string> overrides;
   app.add_option("--weights", weights, "weights (.safetensors, Ultralytics state_dict keys)")->required();
   app.add_option("--source", source,
-                 "an image, a folder, a glob ('dir/*.jpg'), a video file, a webcam index (0) or a .txt list of paths")
-      ->required();
+                 "an image, a folder, a glob ('dir/*.jpg'), a video file, a webcam index (0) or a .txt list of paths "
+                 "(or the source= key)");
   app.add_option("overrides", overrides,
-                 "key=value: imgsz conf iou max_det batch vid_stride save save_txt save_conf save_json line_width device "
-                 "project name exist_ok data");
+                 "key=value (configs/default.yaml): imgsz conf iou max_det batch vid_stride save save_txt save_conf "
+                 "save_json line_width device project name exist_ok data source");
   CLI11_PARSE(app, argc, argv);
   try {
     const auto o = engine::PredictOptions::from_overrides(overrides);
+    if (source.empty()) source = o.source;
+    if (source.empty())
+      throw std::runtime_error("no source: pass --source PATH (or source=PATH): an image, a folder, a glob, a video "
+                               "file, a webcam index or a .txt list");
     torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     engine::resolve_source(source);  // before the weights: fail fast on a bad path
     engine::Predictor p(weights, o);

@@ -245,7 +245,7 @@ const std::vector<KeyDef>& key_table() {
     using C = TrainConfig;
     std::vector<KeyDef> t;
     t.push_back(enum_key("task", &C::task, {"detect"}, false, " (only detection is implemented)"));
-    t.push_back(enum_key("mode", &C::mode, {"train", "val"}));
+    t.push_back(enum_key("mode", &C::mode, {"train", "val", "predict"}));
     t.push_back(str_key("model", &C::model));
     t.push_back(str_key("data", &C::data));
     t.push_back(int_key("epochs", &C::epochs, 1, 1e9));
@@ -359,6 +359,11 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(int_key("max_det", &C::max_det, 1, 1e6));
     t.push_back(bool_key("half", &C::half));
     t.push_back(bool_key("plots", &C::plots));
+    t.push_back(str_key("source", &C::source));
+    t.push_back(int_key("vid_stride", &C::vid_stride, 1, 1e6));
+    t.push_back(bool_key("save_txt", &C::save_txt));
+    t.push_back(bool_key("save_conf", &C::save_conf));
+    t.push_back(int_key("line_width", &C::line_width, 0, 1000));
     t.push_back(float_key("lr0", &C::lr0, 0, 1, true, false));
     t.push_back(float_key("lrf", &C::lrf, 0, 1, true, false));
     t.push_back(float_key("momentum", &C::momentum, 0, 1, false, true));

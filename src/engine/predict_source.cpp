@@ -7,6 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "yolo11/config/train_config.h"
 #include "yolo11/engine/predictor.h"
 
 namespace fs = std::filesystem;
@@ -154,59 +155,34 @@ Source resolve_source(const std::string& source) {
   return src;
 }
 
-namespace {
-
-bool parse_bool(const std::string& k, const std::string& v) {
-  if (v == "true" || v == "True" || v == "1") return true;
-  if (v == "false" || v == "False" || v == "0") return false;
-  throw std::runtime_error("command line: " + k + "=" + v + " is not a boolean (true/false)");
-}
-
-}  // namespace
-
 PredictOptions PredictOptions::from_overrides(const std::vector<std::string>& kv) {
+  // The same key table as training (configs/default.yaml; types, ranges and error messages from
+  // src/config/config_keys.cpp). Predict's own defaults first, as Ultralytics' Model.predict sets them (conf 0.25,
+  // batch 1), then the user's key=value arguments.
+  std::vector<std::string> all{"mode=predict", "conf=0.25", "batch=1"};
+  all.insert(all.end(), kv.begin(), kv.end());
+  const auto c = config::TrainConfig::load("", all);
   PredictOptions a;
-  for (const auto& s : kv) {
-    const auto eq = s.find('=');
-    if (eq == std::string::npos) throw std::runtime_error("command line: '" + s + "' is not key=value");
-    const std::string k = s.substr(0, eq), v = s.substr(eq + 1);
-    try {
-      size_t used = 0;
-      auto num_i = [&] { const int64_t x = std::stoll(v, &used); if (used != v.size()) throw std::invalid_argument(v); return x; };
-      auto num_f = [&] { const double x = std::stod(v, &used); if (used != v.size()) throw std::invalid_argument(v); return x; };
-      if (k == "imgsz") a.imgsz = num_i();
-      else if (k == "max_det") a.max_det = num_i();
-      else if (k == "batch") a.batch = num_i();
-      else if (k == "vid_stride") a.vid_stride = num_i();
-      else if (k == "line_width") a.line_width = num_i();
-      else if (k == "conf") a.conf = num_f();
-      else if (k == "iou") a.iou = num_f();
-      else if (k == "save") a.save = parse_bool(k, v);
-      else if (k == "save_txt") a.save_txt = parse_bool(k, v);
-      else if (k == "save_conf") a.save_conf = parse_bool(k, v);
-      else if (k == "save_json") a.save_json = parse_bool(k, v);
-      else if (k == "exist_ok") a.exist_ok = parse_bool(k, v);
-      else if (k == "device") a.device = v;
-      else if (k == "project") a.project = v;
-      else if (k == "name") a.name = v;
-      else if (k == "data") a.data = v;
-      else
-        throw std::runtime_error("command line: unknown key '" + k +
-                                 "' (predict keys: imgsz conf iou max_det batch vid_stride save save_txt save_conf "
-                                 "save_json line_width device project name exist_ok data)");
-    } catch (const std::invalid_argument&) {
-      throw std::runtime_error("command line: " + k + "=" + v + " is not a number");
-    } catch (const std::out_of_range&) {
-      throw std::runtime_error("command line: " + k + "=" + v + " is out of range");
-    }
-  }
-  if (a.imgsz < 32 || a.imgsz % 32 != 0) throw std::runtime_error("command line: imgsz must be a positive multiple of 32");
-  if (!(a.conf >= 0 && a.conf <= 1)) throw std::runtime_error("command line: conf=" + std::to_string(a.conf) + " must be in [0, 1]");
-  if (!(a.iou > 0 && a.iou <= 1)) throw std::runtime_error("command line: iou=" + std::to_string(a.iou) + " must be in (0, 1]");
-  if (a.max_det < 1) throw std::runtime_error("command line: max_det must be >= 1");
-  if (a.batch < 1) throw std::runtime_error("command line: batch must be >= 1");
-  if (a.vid_stride < 1) throw std::runtime_error("command line: vid_stride must be >= 1");
-  if (a.line_width < 1) throw std::runtime_error("command line: line_width must be >= 1");
+  a.imgsz = c.imgsz;
+  a.conf = c.conf.value_or(0.25);
+  a.iou = c.iou;
+  a.max_det = c.max_det;
+  a.batch = c.batch;
+  a.vid_stride = c.vid_stride;
+  a.line_width = c.line_width > 0 ? c.line_width : 2;
+  a.device = c.device.empty() ? "cpu" : c.device;
+  a.data = c.data;
+  a.save = c.save;
+  a.save_txt = c.save_txt;
+  a.save_conf = c.save_conf;
+  a.save_json = c.save_json;
+  a.project = c.project.empty() ? "runs/predict" : c.project;
+  a.name = c.name.empty() ? "predict" : c.name;
+  a.exist_ok = c.exist_ok;
+  a.source = c.source;
+  if (a.imgsz % 32 != 0)
+    throw std::runtime_error("config: imgsz=" + std::to_string(a.imgsz) + " must be a multiple of 32 for predict");
+  if (a.batch < 1) throw std::runtime_error("config: batch=" + std::to_string(a.batch) + " must be >= 1 for predict");
   return a;
 }
 

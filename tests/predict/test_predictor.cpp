@@ -245,3 +245,32 @@ TEST(Predictor, NonAsciiClassNamesAreDrawn) {
   EXPECT_EQ(shown, yolo11::data::utf8_text_available() ? "caf\xc3\xa9" : "1");
   EXPECT_GT(cv::norm(a, img, cv::NORM_L1), 0.0);
 }
+
+// Issue 11: predict keys go through the training key table (one parser, configs/default.yaml), with predict's own
+// defaults (conf 0.25, batch 1) and the table's errors.
+TEST(Predictor, KeysGoThroughTheTrainingKeyTable) {
+  const auto d = yolo11::engine::PredictOptions::from_overrides({});
+  EXPECT_DOUBLE_EQ(d.conf, 0.25);
+  EXPECT_EQ(d.batch, 1);
+  EXPECT_EQ(d.line_width, 2);
+  EXPECT_EQ(d.project, "runs/predict");
+  const auto o = yolo11::engine::PredictOptions::from_overrides(
+      {"conf=0.4", "vid_stride=3", "save_txt=True", "line_width=5", "source=a.mp4", "imgsz=320"});
+  EXPECT_DOUBLE_EQ(o.conf, 0.4);
+  EXPECT_EQ(o.vid_stride, 3);
+  EXPECT_TRUE(o.save_txt);
+  EXPECT_EQ(o.line_width, 5);
+  EXPECT_EQ(o.source, "a.mp4");
+  EXPECT_EQ(o.imgsz, 320);
+  auto message = [](const std::vector<std::string>& kv) {
+    try {
+      yolo11::engine::PredictOptions::from_overrides(kv);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({"vid_stride=0"}).find("bad value for 'vid_stride'"), std::string::npos) << message({"vid_stride=0"});
+  EXPECT_NE(message({"conff=0.3"}).find("conf"), std::string::npos) << message({"conff=0.3"});
+  EXPECT_NE(message({"save_txt=maybe"}).find("bad value for 'save_txt'"), std::string::npos);
+}

@@ -21,7 +21,7 @@ struct StepRange {
 struct TrainConfig {
   // --- task / mode ---
   std::string task = "detect";  ///< only "detect"
-  std::string mode = "train";   ///< train | val
+  std::string mode = "train";   ///< train | val | predict
   // --- train settings (Ultralytics names and defaults) ---
   std::string model;                 ///< model YAML path
   std::string data;                  ///< dataset YAML path
@@ -62,6 +62,11 @@ struct TrainConfig {
   int64_t max_det = 300;
   bool half = false;
   bool plots = true;
+  // --- predict (yolo11 predict; engine::PredictOptions::from_overrides reads them through this table) ---
+  std::string source;                ///< image, folder, glob, video, webcam index or .txt list
+  int64_t vid_stride = 1;            ///< video / webcam: every vid_stride-th frame
+  bool save_txt = false, save_conf = false;
+  int64_t line_width = 0;            ///< box line width in pixels; 0 = 2
   // --- hyperparameters ---
   double lr0 = 0.01, lrf = 0.01, momentum = 0.937, weight_decay = 0.0005;
   double warmup_epochs = 3.0, warmup_momentum = 0.8, warmup_bias_lr = 0.1;

@@ -34,9 +34,12 @@ struct PredictOptions {
   bool save_json = false;   ///< write predictions.json (every box, in original-image pixels)
   std::string project = "runs/predict", name = "predict";
   bool exist_ok = false;
+  std::string source;       ///< the `source` key (the CLI's --source wins when given)
 
-  /// Applies Ultralytics-style "key=value" overrides (the keys above) and checks ranges. Throws std::runtime_error
-  /// naming the key, the bad value and what is allowed (unknown keys list the known ones).
+  /// Applies Ultralytics-style "key=value" overrides through the training key table (configs/default.yaml, one
+  /// parser for every mode), with predict's defaults conf 0.25 and batch 1 (Ultralytics Model.predict); line_width 0
+  /// means 2 px, an empty device "cpu". Throws std::runtime_error naming the key, the bad value and what is allowed
+  /// (unknown keys suggest the nearest valid key).
   static PredictOptions from_overrides(const std::vector<std::string>& overrides);
 };
 
