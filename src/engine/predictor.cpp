@@ -15,6 +15,7 @@
 #include <stdexcept>
 #ifdef YOLO11_HAS_VIDEOIO
 #include <opencv2/videoio.hpp>
+#include <opencv2/videoio/registry.hpp>
 #endif
 
 #include "yolo11/data/dataset_info.h"
@@ -329,7 +330,9 @@ PredictSummary Predictor::run(const std::string& source, const std::string& save
       run_images(*this, sink, images);
       images.clear();
 #ifdef YOLO11_HAS_VIDEOIO
-      cv::VideoCapture cap(path);
+      // A file goes to FFmpeg alone when OpenCV has it: CAP_ANY would also hand the path to GStreamer and gPhoto2
+      // (which probes USB cameras for a matching name), slow and noisy on a broken file.
+      cv::VideoCapture cap(path, cv::videoio_registry::hasBackend(cv::CAP_FFMPEG) ? cv::CAP_FFMPEG : cv::CAP_ANY);
       if (!cap.isOpened()) throw std::runtime_error(path + ": cannot be opened as a video");
       ++sum.videos;
       run_capture(*this, sink, cap, path, fs::path(path).stem().string());

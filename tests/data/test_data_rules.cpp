@@ -206,9 +206,8 @@ void make_zip(const fs::path& zip, const std::vector<std::pair<std::string, std:
   int err = 0;
   zip_t* z = zip_open(zip.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
   ASSERT_NE(z, nullptr);
-  for (const auto& [name, bytes] : entries) {
-    auto* copy = new std::string(bytes);  // libzip reads the buffer at zip_close
-    zip_source_t* s = zip_source_buffer(z, copy->data(), copy->size(), 0);
+  for (const auto& [name, bytes] : entries) {  // `entries` outlives zip_close, which reads the buffers
+    zip_source_t* s = zip_source_buffer(z, bytes.data(), bytes.size(), 0);
     ASSERT_GE(zip_file_add(z, name.c_str(), s, ZIP_FL_OVERWRITE), 0) << name;
   }
   ASSERT_EQ(zip_close(z), 0);
