@@ -257,12 +257,7 @@ std::string image_stamp(const std::string& f) {
   std::error_code ec;
   const auto size = fs::file_size(f, ec);
   const auto mt = fs::last_write_time(f, ec).time_since_epoch().count();
-  const std::string key = fs::path(f).filename().string() + "|" + std::to_string(size) + "|" + std::to_string(mt);
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  return io::fnv1a64_hex(fs::path(f).filename().string() + "|" + std::to_string(size) + "|" + std::to_string(mt));
 }
 }  // namespace
 
@@ -283,14 +278,8 @@ std::string Dataset::npy_path(size_t i, bool user_cache) const {
   const std::string& f = im_files_[i];
   const std::string stamp = image_stamp(f);
   if (!user_cache) return f + "." + stamp + ".npy";  // beside the image: a.jpg → a.jpg.<stamp>.npy
-  const char* e = std::getenv("YOLO11_CACHE_DIR");
-  const char* h = std::getenv("HOME");
-  const fs::path base = e && *e ? fs::path(e) : (h && *h ? fs::path(h) / ".cache" / "yolo11" : fs::temp_directory_path());
-  uint64_t hh = 1469598103934665603ull;
-  for (unsigned char c : fs::absolute(f).string() + "|" + stamp) hh = (hh ^ c) * 1099511628211ull;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hh));
-  return (base / "images" / (std::string(buf) + ".npy")).string();
+  const std::string key = io::fnv1a64_hex(fs::absolute(f).string() + "|" + stamp);
+  return (fs::path(io::user_cache_dir()) / "images" / (key + ".npy")).string();
 }
 
 std::string Dataset::summary() const {

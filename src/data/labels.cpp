@@ -313,13 +313,11 @@ FileStamp stamp(const std::string& p, bool with_hash) {
   s.size = static_cast<int64_t>(sz);
   s.mtime = static_cast<int64_t>(fs::last_write_time(p, ec).time_since_epoch().count());
   if (with_hash) {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a 64
     try {
-      for (unsigned char c : io::read_file(p)) h = (h ^ c) * 1099511628211ull;
+      s.hash = io::fnv1a64(io::read_file(p));
     } catch (const std::exception&) {
-      h = 0;
+      s.hash = 0;
     }
-    s.hash = h;
   }
   return s;
 }
@@ -373,21 +371,9 @@ namespace {
 std::string cache_path_for(const std::vector<std::string>& im_files, bool fallback) {
   const fs::path lab = fs::path(img2label_path(im_files.front())).parent_path();
   if (!fallback) return (lab.parent_path() / (lab.filename().string() + ".yolo11.cache")).string();
-  fs::path base;
-  if (const char* e = std::getenv("YOLO11_CACHE_DIR"); e && *e) {
-    base = e;
-  } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
-    base = fs::path(x) / "yolo11";
-  } else if (const char* h = std::getenv("HOME"); h && *h) {
-    base = fs::path(h) / ".cache" / "yolo11";
-  } else {
-    base = fs::temp_directory_path() / "yolo11";
-  }
-  uint64_t hh = 1469598103934665603ull;
-  for (unsigned char c : fs::absolute(lab).string()) hh = (hh ^ c) * 1099511628211ull;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hh));
-  return (base / "labels" / (lab.filename().string() + "-" + buf + ".cache")).string();
+  const fs::path base = io::user_cache_dir();
+  const std::string key = io::fnv1a64_hex(fs::absolute(lab).string());
+  return (base / "labels" / (lab.filename().string() + "-" + key + ".cache")).string();
 }
 
 nlohmann::json to_json(const ImageRecord& r, const FileStamp& is, const FileStamp& ls) {

@@ -43,16 +43,18 @@ Scheduler::Scheduler(torch::optim::Optimizer& opt, const SchedulerOptions& o) : 
                              ", nb=" + std::to_string(o_.nb) + ", batch=" + std::to_string(o_.batch) +
                              ", nbs=" + std::to_string(o_.nbs) + ")");
   for (auto& g : opt_.param_groups()) initial_lr_.push_back(o_.initial_lr > 0 ? o_.initial_lr : g.options().get_lr());
-  nw_ = o_.warmup_epochs > 0
-            ? std::max<int64_t>(static_cast<int64_t>(round_half_even(o_.warmup_epochs * static_cast<double>(o_.nb))), 100)
-            : -1;
+  nw_ = engine::warmup_iterations(o_);
   accumulate_ = initial_accumulate(o_.nbs, o_.batch);
+}
+
+int64_t warmup_iterations(const SchedulerOptions& o) {
+  if (o.warmup_epochs <= 0) return -1;
+  return std::max<int64_t>(static_cast<int64_t>(round_half_even(o.warmup_epochs * static_cast<double>(o.nb))), 100);
 }
 
 std::string warmup_warning(const SchedulerOptions& o) {
   if (o.warmup_epochs <= 0 || o.nb < 1) return "";
-  const double planned = o.warmup_epochs * static_cast<double>(o.nb);
-  const auto nw = std::max<int64_t>(static_cast<int64_t>(round_half_even(planned)), 100);
+  const int64_t nw = warmup_iterations(o);
   const double covers = static_cast<double>(nw) / static_cast<double>(o.nb);
   if (covers <= o.warmup_epochs + 1e-9) return "";
   char buf[512];

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -58,6 +60,26 @@ std::string read_file(const std::string& path) {
   ss << in.rdbuf();
   if (in.bad()) throw std::runtime_error("cannot read " + path);
   return ss.str();
+}
+
+uint64_t fnv1a64(std::string_view bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string fnv1a64_hex(std::string_view bytes) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a64(bytes)));
+  return buf;
+}
+
+std::string user_cache_dir() {
+  namespace fs = std::filesystem;
+  if (const char* e = std::getenv("YOLO11_CACHE_DIR"); e && *e) return e;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "yolo11").string();
+  if (const char* h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".cache" / "yolo11").string();
+  return (fs::temp_directory_path() / "yolo11").string();
 }
 
 }  // namespace yolo11::io

@@ -30,6 +30,8 @@ struct SchedulerOptions {
 /// 100 epochs of 1 batch), while lr (except the bias group's) starts from 0. Returns a warning saying how many
 /// epochs warmup really covers when that exceeds warmup_epochs (and when it covers the whole run), else "".
 std::string warmup_warning(const SchedulerOptions& o);
+/// nw = max(round_half_even(warmup_epochs · nb), 100), or −1 when warmup_epochs ≤ 0 (the Scheduler's warmup length).
+int64_t warmup_iterations(const SchedulerOptions& o);
 
 /// Drives lr / momentum of an optimizer's groups. The base lr of each group is SchedulerOptions::initial_lr
 /// (the choice's lr0 when built from an OptimizerChoice, so it is right after a resume too). Call on_epoch_start(e) before the first batch of epoch e, on_iteration(ni, e) before each

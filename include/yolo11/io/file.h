@@ -1,5 +1,6 @@
 #pragma once
 // Small file helpers shared by every writer: atomic replacement and whole-file reads.
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -12,5 +13,14 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 
 /// Reads a whole file. Throws std::runtime_error naming the path when it cannot be opened or read.
 std::string read_file(const std::string& path);
+
+/// FNV-1a 64-bit hash of `bytes` (cache keys and identity stamps; not cryptographic).
+uint64_t fnv1a64(std::string_view bytes);
+/// fnv1a64 as 16 lowercase hex digits.
+std::string fnv1a64_hex(std::string_view bytes);
+
+/// The per-user cache root for files that cannot live beside the data: $YOLO11_CACHE_DIR, else
+/// $XDG_CACHE_HOME/yolo11, else ~/.cache/yolo11, else <temp dir>/yolo11. Not created.
+std::string user_cache_dir();
 
 }  // namespace yolo11::io
