@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "yolo11/engine/fp_env.h"
 #include "yolo11/engine/predictor.h"
 #include "yolo11/io/run_dir.h"
 
@@ -35,6 +36,7 @@ int predict(int argc, char** argv) {
       throw std::runtime_error("no source: pass --source PATH (or source=PATH): an image, a folder, a glob, a video "
                                "file, a webcam index or a .txt list");
     torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    spdlog::info("{}", yolo11::engine::tune_malloc());
     engine::resolve_source(source);  // before the weights: fail fast on a bad path
     engine::Predictor p(weights, o);
     spdlog::info("{}", p.weights_report());

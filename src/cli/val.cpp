@@ -32,6 +32,7 @@ int val(int argc, char** argv) {
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     torch::set_num_threads(cfg.threads > 0 ? static_cast<int>(cfg.threads) : cores);
     spdlog::info("{}", yolo11::engine::flush_denormals());
+    spdlog::info("{}", yolo11::engine::tune_malloc());
     auto det = yolo11::engine::load_detector(weights, cfg.model.empty() ? "configs/models/yolo11.yaml" : cfg.model);
     spdlog::info("{}", det.report);
     spdlog::info("{}", det.model->summary(cfg.imgsz));

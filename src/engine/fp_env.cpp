@@ -4,8 +4,13 @@
 #include <ATen/Parallel.h>
 
 #include <atomic>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace yolo11::engine {
 
@@ -23,6 +28,25 @@ std::string flush_denormals() {
   });
   return "CPU flush-to-zero + denormals-are-zero on (trainer thread and " + std::to_string(n) +
          " intra-op threads): denormal floats read and written as 0";
+}
+
+std::string tune_malloc() {
+  const char* keep = std::getenv("YOLO11_MALLOC_DEFAULTS");
+  if (keep && *keep && std::strcmp(keep, "0") != 0)
+    return "malloc: glibc defaults kept (YOLO11_MALLOC_DEFAULTS set): large tensors are mmap'd and page-faulted anew";
+  const char* tun = std::getenv("GLIBC_TUNABLES");
+  if (tun && std::strstr(tun, "glibc.malloc."))
+    return std::string("malloc: GLIBC_TUNABLES sets malloc tunables (") + tun + "): left as given";
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  // Order matters: a fixed M_MMAP_THRESHOLD / M_TRIM_THRESHOLD also turns off glibc's dynamic threshold.
+  const bool ok = mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1 &&
+                  mallopt(M_TOP_PAD, 64 << 20) == 1;
+  if (!ok) return "malloc: mallopt refused the settings: glibc defaults kept";
+  return "malloc: freed memory kept for reuse (glibc: no mmap for large blocks, no heap trim; "
+         "YOLO11_MALLOC_DEFAULTS=1 turns this off)";
+#else
+  return "malloc: not glibc's (or a sanitizer's): allocator defaults kept";
+#endif
 }
 
 }  // namespace yolo11::engine

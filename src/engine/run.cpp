@@ -89,6 +89,7 @@ void setup_environment(Run& r, const Callbacks& callbacks) {
   r.threads = cfg.threads > 0 ? static_cast<int>(cfg.threads) : r.cores;
   torch::set_num_threads(r.threads);
   const std::string fp_env_line = flush_denormals();  // before the loader threads start: they inherit it (issue 15)
+  const std::string malloc_line = tune_malloc();      // before the model, loader and their big buffers
   torch::manual_seed(cfg.seed);
   r.device = select_device(cfg.device);
   if (r.denv.distributed() && r.device.is_cuda())  // one GPU per process, as torchrun's LOCAL_RANK
@@ -101,6 +102,7 @@ void setup_environment(Run& r, const Callbacks& callbacks) {
   spdlog::info("yolo11-cpp {} | LibTorch {} | device {} | intra-op threads {} of {} cores | workers {}",
                build::kVersion, build::kTorchVersion, r.device.str(), r.threads, r.cores, cfg.workers);
   if (!r.cuda) spdlog::info("{}", fp_env_line);
+  spdlog::info("{}", malloc_line);
   if (r.pg->active())
     spdlog::info("DDP: rank 0 of {} ({} via {}:{}), global batch {} = {} per rank; rank 0 alone writes {}",
                  r.pg->world(), r.pg->backend(), r.denv.master_addr, r.denv.master_port, cfg.batch,

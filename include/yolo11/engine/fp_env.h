@@ -12,4 +12,14 @@ namespace yolo11::engine {
 /// Returns the line to log (what was set, or why nothing was).
 std::string flush_denormals();
 
+/// Keeps freed heap memory in the process instead of handing it back to the kernel (glibc malloc: no mmap for large
+/// blocks, no trimming of the heap top). LibTorch's CPU tensors of a 640² batch are tens to hundreds of MB; with
+/// glibc's defaults each one is a fresh mmap, so every forward/backward/val batch page-faults its activations in
+/// again (measured: yolo11n val of coco128 at 640, 5.1 M minor faults and 10.3 s of kernel time in a 13.9 s run;
+/// with this, 0.97 M and 2.3 s, inference 88.7 → 52.2 ms/image; docs/benchmarks.md). The cost is a resident set
+/// that stays at its peak. Call once, early (before the big allocations) on the main thread. Skipped, and said so,
+/// when YOLO11_MALLOC_DEFAULTS=1, when GLIBC_TUNABLES already sets malloc tunables, or off glibc / under a
+/// sanitizer's allocator. Returns the line to log.
+std::string tune_malloc();
+
 }  // namespace yolo11::engine
