@@ -14,6 +14,7 @@
 #include <string>
 
 #include "yolo11/data/loader.h"
+#include "yolo11/engine/fp_env.h"
 
 using namespace yolo11::data;
 using Clock = std::chrono::steady_clock;
@@ -35,6 +36,7 @@ static double time_ms(int iters, F&& f) {
 
 int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
+  std::printf("%s\n", yolo11::engine::tune_malloc().c_str());  // as in yolo11-train
   std::string root = argc > 1 ? argv[1] : "";
   if (root.empty()) {
     for (const char* c : {"datasets/coco128", "../shared/datasets/coco128", "../../shared/datasets/coco128"})

@@ -8,6 +8,7 @@
 #include <cfenv>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 namespace yolo11::data {
@@ -99,19 +100,122 @@ cv::Mat hsv_luts(double r0, double r1, double r2) {
   return lut;
 }
 
+// ---- RandomHSV, fast and exact ---------------------------------------------------------------------------------
+// The three lookup tables are simple integer maps: hue[x] = (x + K) mod 180, sat/val[x] = min(⌊x·m / 2²³⌋, 255).
+// hsv_lut_affine finds K and m and checks them against every one of the 256 entries of the float64 tables, so the
+// arithmetic path gives the table's bytes exactly; when no (K, m) reproduces a table (rare: x·gain within 3e-5 of
+// an integer), cv::LUT is used. The arithmetic vectorizes (cv::LUT's per-byte table lookups do not): 48 bytes =
+// 16 HSV pixels per block, per-byte coefficients repeating every 3 bytes.
+namespace {
+struct HsvAffine {
+  alignas(64) uint32_t m[48], add[48], wrap[48];
+};
+
+inline uint32_t hsv_affine_byte(uint32_t x, uint32_t m, uint32_t add, uint32_t wrap) {
+  uint32_t y = ((x * m) >> 23) + add;
+  y = y >= wrap ? y - wrap : y;
+  y = y >= wrap ? y - wrap : y;
+  return y > 255 ? 255 : y;
+}
+
+std::optional<HsvAffine> hsv_lut_affine(const cv::Mat& lut) {
+  uint32_t m[3], add[3], wrap[3];
+  // hue: identity multiplier, K = hue[0], wrap 180
+  m[0] = 1u << 23;
+  add[0] = lut.at<uint8_t>(0, 0);
+  wrap[0] = 180;
+  bool ok = add[0] < 180;
+  for (int c = 1; c < 3 && ok; ++c) {  // sat, val: intersect the multipliers each entry allows, take the least
+    add[c] = 0;
+    wrap[c] = 0xFFFFFFFFu;
+    uint64_t lo = 1, hi = 0xFFFFFFFFull / 255;  // x·m must fit 32 bits
+    for (uint64_t x = 1; x < 256; ++x) {
+      const uint64_t t = lut.at<uint8_t>(c, static_cast<int>(x));
+      lo = std::max<uint64_t>(lo, (t * (1ull << 23) + x - 1) / x);                      // ⌊x·m/2²³⌋ ≥ t
+      if (t < 255) hi = std::min<uint64_t>(hi, ((t + 1) * (1ull << 23) + x - 1) / x - 1);  // ⌊x·m/2²³⌋ < t + 1
+    }
+    m[c] = static_cast<uint32_t>(lo);
+    ok = lo <= hi && lut.at<uint8_t>(c, 0) == 0;
+    for (int t = 0; t < 256 && ok; ++t)  // the vector path's exact arithmetic, checked on every entry
+      ok = hsv_affine_byte(static_cast<uint32_t>(t), m[c], 0, wrap[c]) == lut.at<uint8_t>(c, t);
+  }
+  for (int t = 0; t < 256 && ok; ++t)
+    ok = hsv_affine_byte(static_cast<uint32_t>(t), m[0], add[0], wrap[0]) == lut.at<uint8_t>(0, t);
+  if (!ok) return std::nullopt;
+  HsvAffine a;
+  for (int j = 0; j < 48; ++j) {
+    a.m[j] = m[j % 3];
+    a.add[j] = add[j % 3];
+    a.wrap[j] = wrap[j % 3];
+  }
+  return a;
+}
+
+// One row of HSV pixels (n bytes, n % 3 == 0), in place. AVX2 clone where the CPU has it.
+__attribute__((target_clones("avx2", "default"))) void hsv_affine_row(uint8_t* p, size_t n, const HsvAffine& a) {
+  size_t i = 0;
+  for (; i + 48 <= n; i += 48)
+    for (int j = 0; j < 48; ++j) p[i + j] = static_cast<uint8_t>(hsv_affine_byte(p[i + j], a.m[j], a.add[j], a.wrap[j]));
+  for (int j = 0; i < n; ++i, ++j) p[i] = static_cast<uint8_t>(hsv_affine_byte(p[i], a.m[j], a.add[j], a.wrap[j]));
+}
+
+// Bounding box of the pixels that differ from `v` (empty when every pixel equals v).
+cv::Rect bbox_not_equal(const cv::Mat& img, const cv::Vec3b v) {
+  const int h = img.rows, w = img.cols;
+  int top = h, bottom = -1, left = w, right = -1;
+  for (int y = 0; y < h; ++y) {
+    const cv::Vec3b* r = img.ptr<cv::Vec3b>(y);
+    int a = 0;
+    while (a < w && r[a] == v) ++a;
+    if (a == w) continue;
+    int b = w - 1;
+    while (b > a && r[b] == v) --b;
+    top = std::min(top, y);
+    bottom = y;
+    left = std::min(left, a);
+    right = std::max(right, b);
+  }
+  if (bottom < 0) return {};
+  return {left, top, right - left + 1, bottom - top + 1};
+}
+}  // namespace
+
 void apply_hsv(cv::Mat& img, double r0, double r1, double r2) {
   if (r0 == 0 && r1 == 0 && r2 == 0) return;
   const cv::Mat lut = hsv_luts(r0, r1, r2);
-  cv::Mat hsv;
-  cv::cvtColor(img, hsv, cv::COLOR_BGR2HSV);
-  // One cv::LUT pass with a 3-channel table (per-channel lookup).
-  cv::Mat lut3(1, 256, CV_8UC3);
-  for (int x = 0; x < 256; ++x)
-    lut3.at<cv::Vec3b>(0, x) = cv::Vec3b(lut.at<uint8_t>(0, x), lut.at<uint8_t>(1, x), lut.at<uint8_t>(2, x));
-  cv::LUT(hsv, lut3, hsv);
-  cv::Mat out;  // a new buffer: `img` may share pixels with a cached image
-  cv::cvtColor(hsv, out, cv::COLOR_HSV2BGR);
-  img = out;
+  const std::optional<HsvAffine> aff = hsv_lut_affine(lut);
+  cv::Mat lut3;
+  if (!aff) {  // per-channel lookup with one 3-channel table
+    lut3.create(1, 256, CV_8UC3);
+    for (int x = 0; x < 256; ++x)
+      lut3.at<cv::Vec3b>(0, x) = cv::Vec3b(lut.at<uint8_t>(0, x), lut.at<uint8_t>(1, x), lut.at<uint8_t>(2, x));
+  }
+  const auto apply_tables = [&](cv::Mat hsv) {
+    if (aff)
+      for (int y = 0; y < hsv.rows; ++y) hsv_affine_row(hsv.ptr<uint8_t>(y), static_cast<size_t>(hsv.cols) * 3, *aff);
+    else
+      cv::LUT(hsv, lut3, hsv);
+  };
+  cv::Mat hsv(img.size(), CV_8UC3);  // a new buffer: `img` may share pixels with a cached image
+  // Mosaic and perspective fill with (114, 114, 114): BGR → HSV and the tables run on the bounding box of the other
+  // pixels, the rest gets the fill's HSV value (BGR → HSV is per pixel and position-independent in OpenCV). HSV → BGR
+  // runs on the whole image as in the reference: OpenCV's vector and scalar paths of that conversion differ in the
+  // last bit, so its result depends on where a pixel sits in the row.
+  const cv::Vec3b fill(114, 114, 114);
+  const cv::Rect box = img.type() == CV_8UC3 ? bbox_not_equal(img, fill) : cv::Rect(0, 0, img.cols, img.rows);
+  if (box.area() < static_cast<int64_t>(img.total())) {
+    cv::Mat one(1, 1, CV_8UC3, cv::Scalar(fill[0], fill[1], fill[2])), one_hsv;
+    cv::cvtColor(one, one_hsv, cv::COLOR_BGR2HSV);
+    const cv::Vec3b v = one_hsv.at<cv::Vec3b>(0, 0);
+    hsv.setTo(cv::Scalar(lut.at<uint8_t>(0, v[0]), lut.at<uint8_t>(1, v[1]), lut.at<uint8_t>(2, v[2])));
+  }
+  if (!box.empty()) {
+    cv::Mat roi = hsv(box);
+    cv::cvtColor(img(box), roi, cv::COLOR_BGR2HSV);
+    apply_tables(roi);
+  }
+  cv::cvtColor(hsv, hsv, cv::COLOR_HSV2BGR);
+  img = hsv;
 }
 
 // 3×3 float32 product, each element summed over k = 0, 1, 2 in order (no FMA: the project builds with ISO C++,

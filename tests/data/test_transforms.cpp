@@ -2,8 +2,10 @@
 // and RandomPerspective / Mosaic with the reference's draws (geometry_cases, README §3.11 a–c). Exact comparisons.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include <fstream>
+#include <iostream>
 
 #include "golden.h"
 #include "test_util.h"
@@ -175,4 +177,58 @@ TEST(Format, HwcBgrToChwRgb) {
   EXPECT_EQ(out[0], 200);       // R plane
   EXPECT_EQ(out[6], 100);       // G plane
   EXPECT_EQ(out[12 + 4], 11);   // B plane, (y 1, x 1)
+}
+
+// RandomHSV's fast path (integer maps instead of cv::LUT, conversion of the non-fill bounding box only) against the
+// plain chain it replaces: BGR2HSV → one 3-channel cv::LUT → HSV2BGR over the whole image, byte for byte.
+static cv::Mat hsv_reference(const cv::Mat& img, double r0, double r1, double r2) {
+  const cv::Mat lut = hsv_luts(r0, r1, r2);
+  cv::Mat hsv, out, lut3(1, 256, CV_8UC3);
+  for (int x = 0; x < 256; ++x)
+    lut3.at<cv::Vec3b>(0, x) = cv::Vec3b(lut.at<uint8_t>(0, x), lut.at<uint8_t>(1, x), lut.at<uint8_t>(2, x));
+  cv::cvtColor(img, hsv, cv::COLOR_BGR2HSV);
+  cv::LUT(hsv, lut3, hsv);
+  cv::cvtColor(hsv, out, cv::COLOR_HSV2BGR);
+  return out;
+}
+
+TEST(RandomHSV, FastPathEqualsThePlainChainForAnyGainsAndFillLayout) {
+  cv::RNG rng(7);
+  int fills = 0;
+  for (int k = 0; k < 1500; ++k) {
+    const int h = 1 + static_cast<int>(rng.uniform(0, 40)), w = 1 + static_cast<int>(rng.uniform(0, 70));
+    cv::Mat big(h + 4, w + 6, CV_8UC3);
+    rng.fill(big, cv::RNG::UNIFORM, 0, 256);
+    cv::Mat img = big(cv::Rect(3, 2, w, h));  // a non-continuous view, as a crop would be
+    if (k % 3 != 0) {  // mosaic-like fill (114) around or beside the content
+      const int x0 = static_cast<int>(rng.uniform(0, w)), y0 = static_cast<int>(rng.uniform(0, h));
+      img.setTo(cv::Scalar(114, 114, 114));
+      big(cv::Rect(3 + x0, 2 + y0, std::max(1, (w - x0) / 2), std::max(1, (h - y0) / 2)))
+          .forEach<cv::Vec3b>([&](cv::Vec3b& p, const int*) { p = cv::Vec3b(p[0] ^ 1, 200, 30); });
+      ++fills;
+    }
+    if (k % 50 == 0) img.setTo(cv::Scalar(114, 114, 114));  // all fill
+    // gains: the training range (hsv_h 0.015, hsv_s 0.7, hsv_v 0.4) and wider, user-set ones
+    const double wide = k % 2 ? 1.0 : 0.5;
+    const double r0 = rng.uniform(-1.0, 1.0) * (k % 2 ? 0.5 : 0.015), r1 = rng.uniform(-1.0, 1.0) * 0.7 * wide * 1.4,
+                 r2 = rng.uniform(-1.0, 1.0) * 0.4 * wide * 2;
+    const cv::Mat want = hsv_reference(img, r0, r1, r2);
+    cv::Mat got = img;
+    const cv::Mat before = img.clone();
+    apply_hsv(got, r0, r1, r2);
+    ASSERT_EQ(cv::norm(img, before, cv::NORM_INF), 0) << "the input was written through";
+    ASSERT_EQ(got.size(), want.size());
+    if (cv::norm(got, want, cv::NORM_INF) != 0) {
+      for (int y = 0; y < got.rows; ++y)
+        for (int x = 0; x < got.cols; ++x)
+          if (got.at<cv::Vec3b>(y, x) != want.at<cv::Vec3b>(y, x)) {
+            std::cerr << "at " << x << "," << y << " in " << img.at<cv::Vec3b>(y, x) << " got " << got.at<cv::Vec3b>(y, x)
+                      << " want " << want.at<cv::Vec3b>(y, x) << " size " << got.size() << "\n";
+            y = got.rows;
+            break;
+          }
+    }
+    ASSERT_EQ(cv::norm(got, want, cv::NORM_INF), 0) << "case " << k << " gains " << r0 << " " << r1 << " " << r2;
+  }
+  EXPECT_GT(fills, 900);
 }
