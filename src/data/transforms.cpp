@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <utility>
 #include <stdexcept>
 
 namespace yolo11::data {
@@ -328,7 +329,8 @@ PerspectiveResult random_perspective(const cv::Mat& img, const Labels& labels, c
 MosaicResult mosaic4(const std::array<const LoadedSample*, 4>& s, int64_t imgsz, int yc, int xc) {
   const int S = static_cast<int>(imgsz), S2 = 2 * S;
   MosaicResult res;
-  res.img = cv::Mat(S2, S2, CV_8UC3, cv::Scalar(114, 114, 114));
+  res.img = cv::Mat(S2, S2, CV_8UC3);  // filled with 114 below, only where no image lands
+  std::array<cv::Rect, 4> placed{};
   for (int i = 0; i < 4; ++i) {
     const cv::Mat& im = s[i]->img;
     const int h = im.rows, w = im.cols;
@@ -346,8 +348,10 @@ MosaicResult mosaic4(const std::array<const LoadedSample*, 4>& s, int64_t imgsz,
       x1a = xc, y1a = yc, x2a = std::min(xc + w, S2), y2a = std::min(S2, yc + h);
       x1b = 0, y1b = 0, x2b = std::min(w, x2a - x1a), y2b = std::min(y2a - y1a, h);
     }
-    if (x2a > x1a && y2a > y1a)
-      im(cv::Rect(x1b, y1b, x2b - x1b, y2b - y1b)).copyTo(res.img(cv::Rect(x1a, y1a, x2a - x1a, y2a - y1a)));
+    if (x2a > x1a && y2a > y1a) {
+      placed[i] = cv::Rect(x1a, y1a, x2a - x1a, y2a - y1a);
+      im(cv::Rect(x1b, y1b, x2b - x1b, y2b - y1b)).copyTo(res.img(placed[i]));
+    }
     const float padw = static_cast<float>(x1a - x1b), padh = static_cast<float>(y1a - y1b);
     const float fw = static_cast<float>(w), fh = static_cast<float>(h);
     for (size_t k = 0; k < s[i]->xywhn.size(); ++k) {
@@ -355,6 +359,22 @@ MosaicResult mosaic4(const std::array<const LoadedSample*, 4>& s, int64_t imgsz,
       b = {b[0] * fw, b[1] * fh, b[2] * fw, b[3] * fh};
       res.boxes_padded.push_back({b[0] + padw, b[1] + padh, b[2] + padw, b[3] + padh});
       res.labels.cls.push_back(s[i]->cls[k]);
+    }
+  }
+  // The fill: per row, the gaps between the (at most two, non-overlapping) tiles that cross it.
+  for (int y = 0; y < S2; ++y) {
+    std::array<std::pair<int, int>, 4> spans{};
+    int n = 0;
+    for (const auto& r : placed)
+      if (!r.empty() && y >= r.y && y < r.y + r.height) spans[n++] = {r.x, r.x + r.width};
+    std::sort(spans.begin(), spans.begin() + n);
+    cv::Vec3b* row = res.img.ptr<cv::Vec3b>(y);
+    int x = 0;
+    for (int k = 0; k <= n; ++k) {
+      const int end = k < n ? spans[k].first : S2;
+      if (end > x) std::memset(row[0].val + 3 * x, 114, static_cast<size_t>(end - x) * 3);  // (114,114,114): one byte
+      x = std::max(x, end);
+      if (k < n) x = std::max(x, spans[k].second);
     }
   }
   const float lim = static_cast<float>(S2);

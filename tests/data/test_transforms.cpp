@@ -232,3 +232,40 @@ TEST(RandomHSV, FastPathEqualsThePlainChainForAnyGainsAndFillLayout) {
   }
   EXPECT_GT(fills, 900);
 }
+
+// Mosaic's canvas is filled with 114 only where no tile lands; the result must equal Ultralytics' order (a canvas
+// full of 114, then the four tiles copied over it) for any centre and any tile sizes.
+TEST(Mosaic, FillOnlyBetweenTilesEqualsFullFillThenCopy) {
+  cv::RNG rng(11);
+  const int S = 64, S2 = 2 * S;
+  for (int k = 0; k < 300; ++k) {
+    std::array<LoadedSample, 4> parts;
+    for (auto& p : parts) {
+      p.img.create(1 + static_cast<int>(rng.uniform(0, 90)), 1 + static_cast<int>(rng.uniform(0, 90)), CV_8UC3);
+      rng.fill(p.img, cv::RNG::UNIFORM, 0, 256);
+    }
+    const int yc = static_cast<int>(rng.uniform(S / 2, 3 * S / 2)), xc = static_cast<int>(rng.uniform(S / 2, 3 * S / 2));
+    const MosaicResult m = mosaic4({&parts[0], &parts[1], &parts[2], &parts[3]}, S, yc, xc);
+    cv::Mat want(S2, S2, CV_8UC3, cv::Scalar(114, 114, 114));
+    for (int i = 0; i < 4; ++i) {
+      const int h = parts[i].img.rows, w = parts[i].img.cols;
+      int x1a, y1a, x2a, y2a, x1b, y1b;
+      if (i == 0) {
+        x1a = std::max(xc - w, 0), y1a = std::max(yc - h, 0), x2a = xc, y2a = yc;
+        x1b = w - (x2a - x1a), y1b = h - (y2a - y1a);
+      } else if (i == 1) {
+        x1a = xc, y1a = std::max(yc - h, 0), x2a = std::min(xc + w, S2), y2a = yc;
+        x1b = 0, y1b = h - (y2a - y1a);
+      } else if (i == 2) {
+        x1a = std::max(xc - w, 0), y1a = yc, x2a = xc, y2a = std::min(S2, yc + h);
+        x1b = w - (x2a - x1a), y1b = 0;
+      } else {
+        x1a = xc, y1a = yc, x2a = std::min(xc + w, S2), y2a = std::min(S2, yc + h);
+        x1b = 0, y1b = 0;
+      }
+      if (x2a > x1a && y2a > y1a)
+        parts[i].img(cv::Rect(x1b, y1b, x2a - x1a, y2a - y1a)).copyTo(want(cv::Rect(x1a, y1a, x2a - x1a, y2a - y1a)));
+    }
+    ASSERT_EQ(cv::norm(m.img, want, cv::NORM_INF), 0) << "case " << k << " centre " << xc << "," << yc;
+  }
+}
