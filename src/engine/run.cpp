@@ -182,6 +182,7 @@ void setup_instrumentation(Run& r) {
   po.sync = cfg.sync;
   po.cuda = r.cuda;
   po.run_dir = r.run_dir;
+  po.rank = r.denv.rank;
   po.workers = static_cast<int>(cfg.workers);
   po.batch = cfg.batch;
   po.imgsz = cfg.imgsz;

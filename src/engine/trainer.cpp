@@ -169,6 +169,7 @@ bool Trainer::train_step(int64_t i) {
   {
     auto s = r.prof->stage("dataloader");
     batch = r.train_loader->next();
+    test_delay(r, "dataloader");
   }
   r.prof->set_queue_depth(r.train_loader->queue_depth());
   if (!batch) {
@@ -205,6 +206,7 @@ bool Trainer::train_step(int64_t i) {
   {
     auto s = r.prof->stage("backward");
     r.scaler.scale(out.total).backward();  // float16: loss × scale keeps small gradients representable
+    test_delay(r, "backward");
   }
   if (r.sched->should_step(ni)) {
     if (optimizer_step()) {
@@ -219,6 +221,7 @@ bool Trainer::train_step(int64_t i) {
   r.ep.loss_sum.add_(out.items.to(torch::kDouble));
   ++r.ep.seen_steps;
   r.prof->end_step(batch->size());
+  report_ranks(r);  // DDP: every rank's stage times when a window closed (straggler report)
   r.fire(Event::on_train_batch_end, [&](TrainContext& c) {
     c.batch_i = i;
     c.batch = &*batch;

@@ -86,6 +86,12 @@ struct Profiler::Impl {
   std::optional<std::string> pending_line;
   std::vector<nlohmann::json> epochs_json;
 
+  // DDP straggler reports recorded by rank 0 (record_ranks): per-rank sums of the window rows, for summary.json.
+  std::vector<RankRow> rank_sums;
+  int64_t rank_windows = 0;
+  std::vector<int64_t> straggler_counts;  // [rank]
+  std::string last_rank_verdict;
+
   std::ofstream csv;
   bool profiling = false, profile_done = false, finished = false;
   int64_t windows = 0;

@@ -22,7 +22,7 @@ void Profiler::Impl::flush_csv() {
     if (!csv) throw std::runtime_error("instrument: cannot open " + path + " for writing; check run_dir permissions");
     if (fresh) {
       csv << "kind,epoch,first_step,last_step,steps,images,stage,count,mean_s,p50_s,p95_s,max_s,share,"
-             "images_per_s,gpu_util,cpu_percent,rss_mb,gpu_mem_mb,diagnosis\n";
+             "images_per_s,gpu_util,cpu_percent,rss_mb,gpu_mem_mb,diagnosis,rank\n";
     }
   }
   csv << csv_buffer;
@@ -35,9 +35,9 @@ void Profiler::Impl::write_csv(const WindowSummary& w, const Diagnosis& d, bool 
   if (o.run_dir.empty()) return;
   auto row = [&](const StageSummary& s, const std::string& diag) {
     csv_buffer += fmt::format(
-        "{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},{:.3f},{:.1f},{:.1f},{:.1f},{:.1f},\"{}\"\n", w.kind,
-        w.epoch, w.first_step, w.last_step, w.steps, w.images, s.name, s.count, s.mean, s.p50, s.p95, s.max, s.share,
-        w.images_per_s, w.gpu_util, w.cpu_percent, w.rss_mb, w.gpu_mem_mb, diag);
+        "{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},{:.3f},{:.1f},{:.1f},{:.1f},{:.1f},\"{}\",{}\n",
+        w.kind, w.epoch, w.first_step, w.last_step, w.steps, w.images, s.name, s.count, s.mean, s.p50, s.p95, s.max,
+        s.share, w.images_per_s, w.gpu_util, w.cpu_percent, w.rss_mb, w.gpu_mem_mb, diag, o.rank);
   };
   for (const auto& s : w.stages) {
     if (s.count > 0) row(s, s.per_epoch ? "per_epoch" : "");
@@ -112,6 +112,18 @@ void Profiler::Impl::write_summary(bool traced) {
                    {"steady_step_mean_s", steady > 0 ? nlohmann::json(steady) : nlohmann::json(nullptr)},
                    {"ratio", steady > 0 ? nlohmann::json(warmup->step.mean / steady) : nlohmann::json(nullptr)}};
   }
+  if (rank_windows > 0) {  // DDP: every rank's stage times (rank 0 gathered them each window)
+    nlohmann::json fields = nlohmann::json::array(), means = nlohmann::json::array();
+    for (const char* f : kRankFields) fields.push_back(f);
+    for (const auto& row : rank_sums) {
+      nlohmann::json m = nlohmann::json::array();
+      for (double v : row) m.push_back(v / static_cast<double>(rank_windows));
+      means.push_back(m);
+    }
+    j["ranks"] = {{"world", rank_sums.size()},     {"windows", rank_windows},
+                  {"fields", fields},              {"mean_s_per_step", means},
+                  {"straggler_windows", straggler_counts}, {"last_verdict", last_rank_verdict}};
+  }
   // A resumed run: keep the epochs an earlier process of this run recorded (before this process's first epoch),
   // so summary.json covers the whole run like breakdown.csv and train.log. "run" stays this process's summary.
   const std::string old_path = o.run_dir + "/summary.json";
@@ -140,6 +152,35 @@ void Profiler::Impl::write_summary(bool traced) {
   }
   io::write_file_atomic(o.run_dir + "/summary.json", j.dump(2));
   spdlog::info("instrument: run diagnosis: {}", d.to_string());
+}
+
+void Profiler::record_ranks(const RankReport& r) {
+  if (!enabled_) return;
+  Impl& m = *impl_;
+  const size_t world = r.rows.size();
+  if (m.rank_sums.size() != world) {
+    m.rank_sums.assign(world, RankRow{});
+    m.straggler_counts.assign(world, 0);
+  }
+  for (size_t i = 0; i < world; ++i)
+    for (size_t k = 0; k < kRankFields.size(); ++k) m.rank_sums[i][k] += r.rows[i][k];
+  ++m.rank_windows;
+  if (r.straggler >= 0) ++m.straggler_counts[static_cast<size_t>(r.straggler)];
+  m.last_rank_verdict = r.verdict;
+  if (m.o.run_dir.empty()) return;
+  const int64_t steps = r.last_step - r.first_step + 1;
+  std::string verdict = r.verdict;
+  std::replace(verdict.begin(), verdict.end(), '"', '\'');
+  for (size_t i = 0; i < world; ++i) {
+    const double step = r.rows[i][kRankFields.size() - 1];
+    for (size_t k = 0; k < kRankFields.size(); ++k) {
+      const double v = r.rows[i][k];
+      const bool last = k + 1 == kRankFields.size();
+      m.csv_buffer += fmt::format("rank,{},{},{},{},,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{}\n", r.epoch,
+                                  r.first_step, r.last_step, steps, kRankFields[k], steps, v, v, v, v,
+                                  step > 0 ? v / step : 0.0, last ? verdict : "", i);
+    }
+  }
 }
 
 }  // namespace yolo11::instrument

@@ -71,3 +71,46 @@ TEST(DistTrain, BatchNotDivisibleByWorldIsAClearError) {
   EXPECT_NE(rcs[1], 0);
   EXPECT_NE(log0.find("batch=5 is the global batch and must be a multiple of WORLD_SIZE=2"), std::string::npos) << log0;
 }
+
+// Straggler report (issue 17): a delay injected on rank 1 (YOLO11_TEST_DELAY, a test-only hook in the trainer) is
+// named by rank 0's report with its rank and its cause; the fast rank's longer all-reduce wait is not blamed.
+namespace {
+std::string straggler_run(const std::string& name, const std::string& delay, std::string* summary) {
+  const std::string project = yolo11::test::scratch_dir("ddp_" + name);
+  auto a = args(project, "run", 3, 4);  // coco8: 1 step per rank and epoch
+  for (auto& s : a)
+    if (s == "instrument=off") s = "instrument=basic";
+  a.push_back("log_every=1");
+  a.push_back("instrument_warmup=0");
+  const std::string logs = yolo11::test::scratch_dir("ddp_" + name + "_logs");
+  yolo11::test::ScopedEnv d("YOLO11_TEST_DELAY", delay);
+  const auto rcs = launch(2, a, logs + "/rank");
+  const std::string log0 = yolo11::test::read_text(logs + "/rank0.log");
+  EXPECT_EQ(rcs[0], 0) << log0;
+  EXPECT_EQ(rcs[1], 0) << yolo11::test::read_text(logs + "/rank1.log");
+  const fs::path run = fs::path(project) / "run";
+  *summary = fs::exists(run / "summary.json") ? yolo11::test::read_text((run / "summary.json").string()) : "";
+  const std::string csv = fs::exists(run / "breakdown.csv") ? yolo11::test::read_text((run / "breakdown.csv").string()) : "";
+  EXPECT_NE(csv.find("\nrank,"), std::string::npos) << "breakdown.csv has no rank rows";
+  return log0;
+}
+}  // namespace
+
+TEST(DistTrain, StragglerReportNamesTheRankWithASlowLoader) {
+  if (!yolo11::dist::gloo_available()) GTEST_SKIP() << "built without Gloo";
+  std::string summary;
+  const std::string log0 = straggler_run("slow_loader", "dataloader:1:400", &summary);
+  EXPECT_NE(log0.find("straggler rank 1: dataloader"), std::string::npos) << log0;
+  EXPECT_NE(log0.find("data-bound on rank 1"), std::string::npos) << log0;
+  EXPECT_EQ(log0.find("straggler rank 0"), std::string::npos) << log0;
+  EXPECT_NE(summary.find("\"ranks\""), std::string::npos) << summary;
+}
+
+TEST(DistTrain, StragglerReportNamesASlowBackwardNotTheWaitingRank) {
+  if (!yolo11::dist::gloo_available()) GTEST_SKIP() << "built without Gloo";
+  std::string summary;
+  const std::string log0 = straggler_run("slow_backward", "backward:1:400", &summary);
+  EXPECT_NE(log0.find("straggler rank 1: backward"), std::string::npos) << log0;
+  EXPECT_NE(log0.find("compute-bound (backward) on rank 1"), std::string::npos) << log0;
+  EXPECT_EQ(log0.find("straggler rank 0"), std::string::npos) << log0;
+}

@@ -107,4 +107,13 @@ std::unique_ptr<Run> build_run(config::TrainConfig& cfg, const Callbacks& callba
 /// the AMP policy is known). Throws std::runtime_error when no usable checkpoint exists or epochs are already done.
 NamedTensors resume(Run& run);
 
+/// DDP, after Profiler::end_step on every rank: when that step closed a window, gathers every rank's stage times
+/// per step (one all-reduce of a world × 7 double matrix; every rank closes the same windows) and, on rank 0, logs
+/// the straggler report and records it (breakdown.csv kind "rank", summary.json "ranks"; instrument/straggler.h).
+void report_ranks(Run& run);
+
+/// Test hook (never set in production): YOLO11_TEST_DELAY="stage:rank:ms[,stage:rank:ms...]" makes `stage` (a
+/// step stage name) on rank `rank` sleep `ms` milliseconds inside its timed range, so tests can make a straggler.
+void test_delay(const Run& run, const char* stage);
+
 }  // namespace yolo11::engine

@@ -27,6 +27,7 @@
 
 #include "yolo11/instrument/diagnosis.h"
 #include "yolo11/instrument/stats.h"
+#include "yolo11/instrument/straggler.h"
 
 namespace yolo11::instrument {
 
@@ -62,6 +63,7 @@ struct ProfilerOptions {
   bool cuda = false;  ///< training on a CUDA device: time GPU stages with CUDA events on the current stream
   int cuda_device = 0;       ///< device index for events, NVML and peak memory
   std::string run_dir;       ///< breakdown.csv, trace.json, summary.json go here; empty → no files
+  int rank = 0;              ///< DDP rank of this process (breakdown.csv `rank` column; only rank 0 writes files)
   double sample_hz = 10.0;   ///< sampler frequency (CPU %, RSS, GPU util/memory/clock/power)
   /// Log each window line through spdlog::info. Set false when the trainer prints take_window_line() itself
   /// (diagnosis changes and the final diagnosis are logged either way).
@@ -133,6 +135,10 @@ class Profiler {
   /// Writes summary.json (whole run: stages, throughput, utilisation, peak memory, diagnosis) and trace.json
   /// (level full), stops the sampler. Idempotent.
   void finish();
+  /// DDP, rank 0: records the straggler report of a closed window (every rank's stage times, straggler.h):
+  /// breakdown.csv rows of kind "rank" (one per rank and field; `rank` column = that rank, mean_s = s per step)
+  /// and the summary.json "ranks" section (per-rank means over the run, straggler counts, the last verdict).
+  void record_ranks(const RankReport& r);
   /// Diagnosis over the last closed window (over the run so far if no window closed yet).
   Diagnosis diagnose() const;
 

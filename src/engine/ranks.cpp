@@ -1,0 +1,75 @@
+// DDP straggler report (report_ranks) and the stage-delay test hook (test_delay); see run.h.
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "yolo11/dist/dist.h"
+#include "yolo11/engine/run.h"
+#include "yolo11/instrument/profiler.h"
+#include "yolo11/instrument/straggler.h"
+
+namespace yolo11::engine {
+
+void report_ranks(Run& r) {
+  if (!r.pg->active() || !r.prof->enabled()) return;
+  const auto& w = r.prof->last_window();
+  if (w.kind != "window" || w.last_step != r.global_step) return;  // no window closed at this step (same on all ranks)
+  const int world = r.pg->world();
+  const auto F = static_cast<int64_t>(instrument::kRankFields.size());
+  auto m = torch::zeros({world, F}, torch::kDouble);
+  const instrument::RankRow row = instrument::rank_row(w);
+  auto acc = m.accessor<double, 2>();
+  for (int64_t k = 0; k < F; ++k) acc[r.pg->rank()][k] = row[static_cast<size_t>(k)];
+  r.pg->all_reduce_sum_(m);  // every row filled by its own rank: the sum is the gathered matrix
+  if (!r.main_rank) return;
+  std::vector<instrument::RankRow> rows(static_cast<size_t>(world));
+  acc = m.accessor<double, 2>();
+  for (int i = 0; i < world; ++i)
+    for (int64_t k = 0; k < F; ++k) rows[static_cast<size_t>(i)][static_cast<size_t>(k)] = acc[i][k];
+  instrument::RankReport rep = instrument::analyze_ranks(std::move(rows));
+  rep.epoch = w.epoch;
+  rep.first_step = w.first_step;
+  rep.last_step = w.last_step;
+  r.prof->record_ranks(rep);
+  spdlog::info("{}", instrument::format_rank_report(rep));
+}
+
+namespace {
+struct Delay {
+  std::string stage;
+  int rank = 0;
+  int ms = 0;
+};
+std::vector<Delay> parse_delays() {
+  std::vector<Delay> out;
+  const char* env = std::getenv("YOLO11_TEST_DELAY");
+  if (!env || !*env) return out;
+  std::stringstream all(env);
+  std::string item;
+  while (std::getline(all, item, ',')) {
+    const auto a = item.find(':'), b = item.rfind(':');
+    if (a == std::string::npos || a == b) {
+      spdlog::warn("YOLO11_TEST_DELAY: '{}' ignored; expected stage:rank:ms", item);
+      continue;
+    }
+    out.push_back({item.substr(0, a), std::atoi(item.substr(a + 1, b - a - 1).c_str()), std::atoi(item.c_str() + b + 1)});
+  }
+  return out;
+}
+}  // namespace
+
+void test_delay(const Run& r, const char* stage) {
+  static const std::vector<Delay> delays = parse_delays();
+  for (const auto& d : delays)
+    if (d.rank == r.denv.rank && d.stage == stage && d.ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(d.ms));
+}
+
+}  // namespace yolo11::engine
