@@ -10,7 +10,8 @@ PACKAGES=(build-essential cmake ninja-build pkg-config
           libopencv-dev libopencv-contrib-dev fonts-dejavu-core libyaml-cpp-dev libspdlog-dev libgtest-dev
           nlohmann-json3-dev libcli11-dev libbenchmark-dev libzip-dev unzip curl ca-certificates python3
           libprotobuf-dev protobuf-compiler python3-protobuf  # tensorboard=true; python3-protobuf: its read-back test
-          libcpp-httplib-dev)                                  # metrics_port= (/metrics endpoint)
+          libcpp-httplib-dev                                   # metrics_port= (/metrics endpoint)
+          python3-torch)                                       # torchrun: the DDP launch test (docs/dist.md)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

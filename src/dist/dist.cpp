@@ -24,6 +24,7 @@
 // object itself through `Handle`. The 2.x branch is not compiled in this project's CI (Debian ships 1.13).
 #if defined(YOLO11_HAS_GLOO) || defined(YOLO11_HAS_NCCL)
 #define YOLO11_HAS_C10D 1
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #if TORCH_VERSION_MAJOR >= 2
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -75,9 +76,17 @@ std::optional<long long> int_var(const std::function<const char*(const char*)>& 
 
 Env parse_env(const std::function<const char*(const char*)>& get) {
   Env e;
+  const auto first_of = [&](std::initializer_list<const char*> names) -> std::optional<int64_t> {
+    for (const char* n : names)
+      if (auto v = int_var(get, n)) return v;
+    return std::nullopt;
+  };
   const auto world = int_var(get, "WORLD_SIZE");
-  const auto rank = int_var(get, "RANK");
   const auto local = int_var(get, "LOCAL_RANK");
+  const auto local_world = int_var(get, "LOCAL_WORLD_SIZE");
+  const auto node = first_of({"NODE_RANK", "GROUP_RANK"});
+  auto rank = int_var(get, "RANK");
+  if (!rank && node && local && local_world) rank = *node * *local_world + *local;  // multi-node, no RANK given
   const auto port = int_var(get, "MASTER_PORT");
   if (world && *world < 1)
     throw std::runtime_error("dist: WORLD_SIZE=" + std::to_string(*world) + " must be >= 1");
@@ -91,12 +100,19 @@ Env parse_env(const std::function<const char*(const char*)>& get) {
   e.world = world ? static_cast<int>(*world) : 1;
   e.rank = rank ? static_cast<int>(*rank) : 0;
   e.local_rank = local ? static_cast<int>(*local) : e.rank;
+  e.local_world = local_world ? static_cast<int>(*local_world) : e.world;
+  e.node_rank = node ? static_cast<int>(*node) : 0;
   if (e.rank < 0 || e.rank >= e.world)
     throw std::runtime_error("dist: RANK=" + std::to_string(e.rank) + " is not in [0, WORLD_SIZE=" +
                              std::to_string(e.world) + ")");
-  if (e.local_rank < 0 || e.local_rank >= e.world)
-    throw std::runtime_error("dist: LOCAL_RANK=" + std::to_string(e.local_rank) + " is not in [0, WORLD_SIZE=" +
-                             std::to_string(e.world) + ")");
+  if (e.local_world < 1 || e.local_world > e.world)
+    throw std::runtime_error("dist: LOCAL_WORLD_SIZE=" + std::to_string(e.local_world) + " is not in [1, WORLD_SIZE=" +
+                             std::to_string(e.world) + "]");
+  if (e.local_rank < 0 || e.local_rank >= e.local_world)
+    throw std::runtime_error("dist: LOCAL_RANK=" + std::to_string(e.local_rank) + " is not in [0, " +
+                             (local_world ? "LOCAL_WORLD_SIZE=" : "WORLD_SIZE=") + std::to_string(e.local_world) + ")");
+  if (const char* a = get("TORCHELASTIC_USE_AGENT_STORE"); a != nullptr && std::string(a) == "True") e.agent_store = true;
+  if (const auto rc = int_var(get, "TORCHELASTIC_RESTART_COUNT")) e.restart_count = static_cast<int>(*rc);
   if (port) {
     if (*port < 1 || *port > 65535)
       throw std::runtime_error("dist: MASTER_PORT=" + std::to_string(*port) + " is not a port (1..65535)");
@@ -151,6 +167,7 @@ std::string heartbeat_key(int rank) { return "yolo11/hb/" + std::to_string(rank)
 struct ProcessGroup::Impl {
 #ifdef YOLO11_HAS_C10D
   c10::intrusive_ptr<c10d::Store> store;
+  bool agent_store = false;  // torchrun's agent serves the store (not rank 0)
   c10d_compat::Handle pg;
   std::chrono::milliseconds timeout{};
   int rank = 0, world = 1;
@@ -225,6 +242,8 @@ struct ProcessGroup::Impl {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     } catch (const std::exception&) {
+      if (agent_store)
+        return "lost the launcher (torchrun's agent store at " + store_addr + " no longer answers: the agent exited)";
       return "lost rank 0 (the TCPStore it serves at " + store_addr + " no longer answers: rank 0 died or exited)";
     }
   }
@@ -275,17 +294,21 @@ ProcessGroup::ProcessGroup(const Env& env, GroupOptions opt) : bucket_bytes_(std
   impl_->rank = env.rank;
   impl_->world = env.world;
   impl_->store_addr = env.master_addr + ":" + std::to_string(env.master_port);
+  impl_->agent_store = env.agent_store;
   c10d::TCPStoreOptions so;
   so.port = static_cast<std::uint16_t>(env.master_port);
-  so.isServer = env.rank == 0;
+  so.isServer = env.rank == 0 && !env.agent_store;  // under torchrun its agent serves the store
   so.numWorkers = static_cast<std::size_t>(env.world);
   so.waitWorkers = true;
   so.timeout = opt.timeout;
   try {
     impl_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+    if (env.agent_store)  // the agent's own keys live in the same store: ours go under a prefix per restart
+      impl_->store = c10::make_intrusive<c10d::PrefixStore>("yolo11/attempt_" + std::to_string(env.restart_count),
+                                                            impl_->store);
   } catch (const std::exception& ex) {
     throw std::runtime_error("dist: rank " + std::to_string(env.rank) + " could not " +
-                             (env.rank == 0 ? "serve" : "reach") + " the TCPStore at " + env.master_addr + ":" +
+                             (so.isServer ? "serve" : "reach") + " the TCPStore at " + env.master_addr + ":" +
                              std::to_string(env.master_port) + " (MASTER_ADDR:MASTER_PORT; port in use or rank 0 not "
                              "started?): " + ex.what());
   }

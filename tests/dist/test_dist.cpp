@@ -328,3 +328,27 @@ TEST(DistGroup, ALostPeerIsNamedWithTheCollectiveItBroke) {
   EXPECT_NE(err.find("rank 0 of 2"), std::string::npos) << err;
   EXPECT_LT(seconds, 15.0) << err;
 }
+
+TEST(DistEnv, MultiNodeRankFromNodeRankAndTorchrunAgentStore) {
+  // Node 1 of 2, two processes per node, local rank 1, no RANK: rank = 1 × 2 + 1.
+  const auto e = parse({{"WORLD_SIZE", "4"}, {"NODE_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}});
+  EXPECT_EQ(e.rank, 3);
+  EXPECT_EQ(e.node_rank, 1);
+  EXPECT_EQ(e.local_world, 2);
+  EXPECT_EQ(e.local_rank, 1);
+  // torchrun's GROUP_RANK works as NODE_RANK; an explicit RANK wins.
+  EXPECT_EQ(parse({{"WORLD_SIZE", "2"}, {"GROUP_RANK", "1"}, {"LOCAL_WORLD_SIZE", "1"}, {"LOCAL_RANK", "0"}}).rank, 1);
+  EXPECT_EQ(parse({{"WORLD_SIZE", "4"}, {"RANK", "0"}, {"NODE_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
+                   {"LOCAL_RANK", "1"}}).rank, 0);
+  EXPECT_NE(error_of([] { parse({{"WORLD_SIZE", "4"}, {"RANK", "0"}, {"LOCAL_WORLD_SIZE", "2"}, {"LOCAL_RANK", "2"}}); })
+                .find("LOCAL_RANK=2 is not in [0, LOCAL_WORLD_SIZE=2)"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"LOCAL_WORLD_SIZE", "3"}}); })
+                .find("LOCAL_WORLD_SIZE=3 is not in [1, WORLD_SIZE=2]"),
+            std::string::npos);
+  EXPECT_FALSE(e.agent_store);
+  const auto t = parse({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                        {"TORCHELASTIC_RESTART_COUNT", "2"}});
+  EXPECT_TRUE(t.agent_store);
+  EXPECT_EQ(t.restart_count, 2);
+}

@@ -27,14 +27,23 @@ struct Env {
   int local_rank = 0;       ///< LOCAL_RANK: rank on this machine (selects the CUDA device)
   std::string master_addr = "127.0.0.1";  ///< MASTER_ADDR: host of rank 0's TCPStore
   int master_port = 29500;  ///< MASTER_PORT: port of that store
+  int local_world = 1;      ///< LOCAL_WORLD_SIZE: processes on this machine (default: WORLD_SIZE)
+  int node_rank = 0;        ///< NODE_RANK (torchrun's GROUP_RANK): this machine's index in a multi-node job
+  /// TORCHELASTIC_USE_AGENT_STORE=True (torchrun): the launcher's agent already serves the TCPStore at
+  /// MASTER_ADDR:MASTER_PORT, so every rank, rank 0 included, connects to it as a client (keys under a prefix
+  /// with TORCHELASTIC_RESTART_COUNT, as torch.distributed does).
+  bool agent_store = false;
+  int restart_count = 0;    ///< TORCHELASTIC_RESTART_COUNT
   bool distributed() const { return world > 1; }
   bool is_main() const { return rank == 0; }
 };
 
 /// Parses the torchrun variables through `get` (returns nullptr for an unset name; tests pass a map). WORLD_SIZE
-/// unset → world 1 (RANK/LOCAL_RANK must then be unset or 0). Throws std::runtime_error naming the variable for
-/// a non-integer value, WORLD_SIZE < 1, RANK ∉ [0, WORLD_SIZE), LOCAL_RANK ∉ [0, WORLD_SIZE), RANK set without
-/// WORLD_SIZE, WORLD_SIZE > 1 without RANK, or MASTER_PORT ∉ [1, 65535].
+/// unset → world 1 (RANK/LOCAL_RANK must then be unset or 0). Multi-node launchers that give no RANK: RANK =
+/// NODE_RANK (or GROUP_RANK) × LOCAL_WORLD_SIZE + LOCAL_RANK (SLURM's variables are not read on their own: an
+/// sbatch script sets them for a single process too; docs/dist.md maps them). Throws std::runtime_error naming
+/// the variable for a non-integer value, WORLD_SIZE < 1, RANK ∉ [0, WORLD_SIZE), LOCAL_RANK ∉ [0,
+/// LOCAL_WORLD_SIZE), RANK set without WORLD_SIZE, WORLD_SIZE > 1 without RANK, or MASTER_PORT ∉ [1, 65535].
 Env parse_env(const std::function<const char*(const char*)>& get);
 /// parse_env over the process environment (std::getenv).
 Env from_env();
