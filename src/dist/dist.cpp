@@ -431,6 +431,23 @@ int64_t ProcessGroup::all_reduce_gradients(const std::vector<at::Tensor>& params
   return n;
 }
 
+PendingWork ProcessGroup::all_reduce_sum_async(const at::Tensor& t, const std::string& what) {
+  if (!active()) return {};
+#ifdef YOLO11_HAS_C10D
+  c10d::AllreduceOptions ao;
+  ao.reduceOp = c10d::ReduceOp::SUM;
+  ao.timeout = impl_->timeout;
+  std::vector<at::Tensor> v{t};
+  auto work = impl_->pg->allreduce(v, ao);
+  Impl* impl = impl_.get();
+  return PendingWork([impl, work, what] { impl->wait(work, what); });
+#else
+  (void)t;
+  (void)what;
+  return {};
+#endif
+}
+
 #ifdef YOLO11_HAS_C10D
 void ProcessGroup::Impl::all_reduce(at::Tensor& t, c10d::ReduceOp op, int64_t bucket_bytes, const std::string& what) {
   c10d::AllreduceOptions ao;

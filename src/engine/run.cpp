@@ -237,6 +237,12 @@ std::unique_ptr<Run> build_run(config::TrainConfig& cfg, const Callbacks& callba
   const NamedTensors resumed_scaler = r.resuming ? resume(r) : NamedTensors{};
   setup_amp(r, resumed_scaler);
   setup_instrumentation(r);
+  if (r.pg->active() && cfg.ddp_overlap) {  // after resume: the hooks live on the final parameter tensors
+    r.reducer = std::make_unique<dist::GradReducer>(*r.pg, r.net->parameters(),
+                                                    static_cast<int64_t>(cfg.bucket_cap_mb * 1024 * 1024));
+    spdlog::info("DDP: gradient all-reduce overlapped with backward, {} bucket(s) of <= {} MiB (ddp_overlap=false: one "
+                 "blocking reduce after backward)", r.reducer->num_buckets(), cfg.bucket_cap_mb);
+  }
   if (r.main_rank)
     r.validator.emplace(r.val_loader, r.names, ValidatorOptions{cfg.conf.value_or(0.001), cfg.iou, cfg.max_det,
                                                                cfg.plots, r.run_dir, cfg.verbose});

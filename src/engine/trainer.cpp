@@ -205,6 +205,7 @@ bool Trainer::train_step(int64_t i) {
   }
   {
     auto s = r.prof->stage("backward");
+    if (r.reducer && r.sched->will_step(ni)) r.reducer->arm();  // DDP: this backward ends the accumulation cycle
     r.scaler.scale(out.total).backward();  // float16: loss × scale keeps small gradients representable
     test_delay(r, "backward");
   }
@@ -240,10 +241,13 @@ bool Trainer::optimizer_step() {
     // loss.sum() × batch), so Σ_ranks b·∇mean_r = B·mean_r ∇mean_r: the update of one process on the
     // global batch B = b·world (what Ultralytics gets from loss × world + DDP's mean).
     auto s = r.prof->stage("allreduce");
+    // With ddp_overlap the buckets started during backward: this waits for what backward did not hide (the
+    // exposed communication). A non-finite loss on any rank then skips the step on all of them.
+    if (r.reducer) r.reducer->finish(/*average=*/false);
     auto bad = r.ep.bad_since_step.to(torch::kFloat);
     r.pg->all_reduce_max_(bad);
     r.ep.bad_since_step.copy_(bad > 0);
-    if (bad.item<float>() == 0) r.pg->all_reduce_gradients(r.net->parameters(), /*average=*/false);
+    if (!r.reducer && bad.item<float>() == 0) r.pg->all_reduce_gradients(r.net->parameters(), /*average=*/false);
     // BatchNorm running statistics follow each rank's own batches: rank 0's win (DDP's broadcast_buffers,
     // here once per optimizer step), so the EMA, which averages buffers too, stays identical on every rank.
     r.pg->broadcast_buffers(*r.net, 0);

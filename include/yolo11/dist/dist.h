@@ -52,6 +52,24 @@ Env from_env();
 bool gloo_available();
 bool nccl_available();
 
+/// A collective started by an async call: wait() blocks until it is done and throws as the blocking calls do
+/// (naming the collective and the lost rank). Waiting twice is a no-op; destroying an unwaited one does not wait.
+class PendingWork {
+ public:
+  PendingWork() = default;
+  explicit PendingWork(std::function<void()> wait) : wait_(std::move(wait)) {}
+  void wait() {
+    if (!wait_) return;
+    auto w = std::move(wait_);
+    wait_ = nullptr;
+    w();
+  }
+  bool pending() const { return static_cast<bool>(wait_); }
+
+ private:
+  std::function<void()> wait_;
+};
+
 struct GroupOptions {
   std::string backend = "auto";  ///< "auto" (NCCL for a CUDA device when built in, else Gloo), "gloo" or "nccl"
   bool cuda = false;             ///< tensors live on CUDA device LOCAL_RANK ("auto" then picks NCCL)
@@ -93,6 +111,11 @@ class ProcessGroup {
   /// Parameters with requires_grad == false are skipped; a trainable parameter without a gradient gets a zero
   /// gradient first, so every rank reduces the same buckets. Returns the number of buckets (0 when inactive).
   int64_t all_reduce_gradients(const std::vector<at::Tensor>& params, bool average = true);
+
+  /// Starts an in-place SUM all-reduce of the contiguous tensor `t` and returns at once (the backend's worker threads
+  /// run it); `what` names it in errors. For communication overlapped with compute (GradReducer). Inactive group:
+  /// nothing to wait for.
+  PendingWork all_reduce_sum_async(const at::Tensor& t, const std::string& what);
 
   /// Mean of `t` over ranks (a new tensor; `t` itself when inactive). For logged losses and metrics.
   at::Tensor all_reduce_mean(const at::Tensor& t);

@@ -14,6 +14,7 @@
 #include "yolo11/data/dataset_info.h"
 #include "yolo11/data/loader.h"
 #include "yolo11/dist/dist.h"
+#include "yolo11/dist/reducer.h"
 #include "yolo11/engine/amp.h"
 #include "yolo11/engine/callbacks.h"
 #include "yolo11/engine/ema.h"
@@ -53,6 +54,7 @@ struct Run {
   torch::Device device{torch::kCPU};
   bool cuda = false;
   std::unique_ptr<dist::ProcessGroup> pg;  ///< inactive at world 1: every collective is a no-op
+  std::unique_ptr<dist::GradReducer> reducer;  ///< DDP with ddp_overlap: bucket all-reduces started during backward
   Clock::time_point t_run;
 
   // ---- data ----

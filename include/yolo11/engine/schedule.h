@@ -52,6 +52,8 @@ class Scheduler {
   void on_iteration(int64_t ni, int64_t epoch);
   /// True when ni − last_step ≥ accumulate; then records ni as the last step.
   bool should_step(int64_t ni);
+  /// What should_step(ni) will answer, without recording anything (the DDP reducer arms before backward).
+  bool will_step(int64_t ni) const { return ni - last_step_ >= accumulate_; }
 
   /// Changes the number of epochs of lf (Ultralytics recomputes epochs when `time` is set).
   void set_epochs(int64_t epochs);
