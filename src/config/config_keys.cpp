@@ -395,6 +395,7 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(int_key("threads", &C::threads, 0, 4096));
     t.push_back(int_key("dist_timeout", &C::dist_timeout, 1, 7 * 24 * 3600));
     t.push_back(bool_key("ddp_overlap", &C::ddp_overlap));
+    t.push_back(bool_key("sync_bn", &C::sync_bn));
     t.push_back(float_key("bucket_cap_mb", &C::bucket_cap_mb, 0, 65536, false, true));
     t.push_back(enum_key("instrument", &C::instrument, {"off", "basic", "full"}));
     t.push_back(int_key("log_every", &C::log_every, 1, 1e9));

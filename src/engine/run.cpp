@@ -15,6 +15,7 @@
 #include "yolo11/data/plots.h"
 #include "yolo11/engine/checkpoint.h"
 #include "yolo11/engine/data_setup.h"
+#include "yolo11/dist/sync_bn.h"
 #include "yolo11/engine/fp_env.h"
 #include "yolo11/engine/inference.h"
 #include "yolo11/io/run_dir.h"
@@ -242,6 +243,15 @@ std::unique_ptr<Run> build_run(config::TrainConfig& cfg, const Callbacks& callba
                                                     static_cast<int64_t>(cfg.bucket_cap_mb * 1024 * 1024));
     spdlog::info("DDP: gradient all-reduce overlapped with backward, {} bucket(s) of <= {} MiB (ddp_overlap=false: one "
                  "blocking reduce after backward)", r.reducer->num_buckets(), cfg.bucket_cap_mb);
+  }
+  if (cfg.sync_bn && r.pg->active()) {
+    dist::ProcessGroup* pg = r.pg.get();
+    const int64_t n = model::set_bn_forward(*r.net, [pg](const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn) {
+      return dist::sync_batch_norm(x, bn, *pg);
+    });
+    spdlog::info("DDP: sync_bn=true: {} BatchNorm layers normalise with the global batch's statistics", n);
+  } else if (cfg.sync_bn) {
+    spdlog::info("sync_bn=true has no effect in a single process (WORLD_SIZE=1)");
   }
   if (r.main_rank)
     r.validator.emplace(r.val_loader, r.names, ValidatorOptions{cfg.conf.value_or(0.001), cfg.iou, cfg.max_det,

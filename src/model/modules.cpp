@@ -24,8 +24,18 @@ ConvImpl::ConvImpl(const ConvOptions& o) : o_(o) {
 
 torch::Tensor ConvImpl::forward(const torch::Tensor& x) {
   torch::Tensor y = conv->forward(x);
-  if (!fused_) y = bn->forward(y);
+  if (!fused_) y = bn_forward_ && is_training() ? bn_forward_(y, *bn) : bn->forward(y);
   return o_.act ? torch::silu(y) : y;
+}
+
+int64_t set_bn_forward(torch::nn::Module& m, const ConvImpl::BnForward& fn) {
+  int64_t n = 0;
+  for (const auto& sub : m.modules(/*include_self=*/true))
+    if (auto* c = dynamic_cast<ConvImpl*>(sub.get())) {
+      c->set_bn_forward(fn);
+      ++n;
+    }
+  return n;
 }
 
 void ConvImpl::fuse() {

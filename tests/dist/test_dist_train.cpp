@@ -158,3 +158,19 @@ TEST(DistTrain, TorchrunLaunchesTwoRanksThatTrainWithIdenticalWeights) {
   EXPECT_NE(log.find("DDP: rank 0 of 2"), std::string::npos) << log;
   EXPECT_NE(log.find("DDP: final weights identical on all 2 ranks"), std::string::npos) << log;
 }
+
+// sync_bn=true in the trainer: every Conv's BatchNorm synchronises its statistics; both ranks finish with
+// identical weights (DistGroup.SyncBatchNorm… checks the arithmetic against one process).
+TEST(DistTrain, SyncBnTrainsWithIdenticalWeightsOnBothRanks) {
+  if (!yolo11::dist::gloo_available()) GTEST_SKIP() << "built without Gloo";
+  const std::string project = yolo11::test::scratch_dir("ddp_syncbn");
+  const std::string logs = yolo11::test::scratch_dir("ddp_syncbn_logs");
+  auto a = args(project, "run", 2, 4);
+  a.push_back("sync_bn=true");
+  const auto rcs = launch(2, a, logs + "/rank");
+  const std::string log0 = yolo11::test::read_text(logs + "/rank0.log");
+  ASSERT_EQ(rcs[0], 0) << log0;
+  ASSERT_EQ(rcs[1], 0) << yolo11::test::read_text(logs + "/rank1.log");
+  EXPECT_NE(log0.find("BatchNorm layers normalise with the global batch's statistics"), std::string::npos) << log0;
+  EXPECT_NE(log0.find("DDP: final weights identical on all 2 ranks"), std::string::npos) << log0;
+}

@@ -82,6 +82,7 @@ struct TrainConfig {
   int64_t dist_timeout = 1800;       ///< seconds: DDP store connect and every collective (torch.distributed default)
   bool ddp_overlap = true;           ///< DDP: each gradient bucket's all-reduce starts during backward (PyTorch DDP)
   double bucket_cap_mb = 25;         ///< DDP: gradient bucket size, MiB (PyTorch DDP's bucket_cap_mb)
+  bool sync_bn = false;              ///< DDP: BatchNorm statistics over the global batch (torch.nn.SyncBatchNorm)
   std::string instrument = "basic";  ///< off | basic | full
   int64_t log_every = 10;
   int64_t instrument_warmup = 3;     ///< first steps of a process kept out of windows, tables and diagnosis

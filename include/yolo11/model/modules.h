@@ -51,11 +51,19 @@ class ConvImpl : public torch::nn::Module {
   torch::nn::Conv2d conv{nullptr};
   torch::nn::BatchNorm2d bn{nullptr};
 
+  /// Replaces bn's forward while training (SyncBatchNorm, dist/sync_bn.h): fn(y, *bn) instead of bn(y). Empty: off.
+  using BnForward = std::function<torch::Tensor(const torch::Tensor&, torch::nn::BatchNorm2dImpl&)>;
+  void set_bn_forward(BnForward fn) { bn_forward_ = std::move(fn); }
+
  private:
   ConvOptions o_;
   bool fused_ = false;
+  BnForward bn_forward_;
 };
 TORCH_MODULE(Conv);
+
+/// Sets ConvImpl::set_bn_forward on every Conv inside `m`; returns how many.
+int64_t set_bn_forward(torch::nn::Module& m, const ConvImpl::BnForward& fn);
 
 /// Depthwise-style Conv: groups = gcd(c1, c2). Reference: `DWConv`.
 Conv DWConv(int64_t c1, int64_t c2, int64_t k = 1, int64_t s = 1, bool act = true);
