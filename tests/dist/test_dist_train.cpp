@@ -2,7 +2,12 @@
 // both ranks finish, only rank 0 writes the run dir, and the final weights are bitwise equal on both ranks.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -173,4 +178,75 @@ TEST(DistTrain, SyncBnTrainsWithIdenticalWeightsOnBothRanks) {
   ASSERT_EQ(rcs[1], 0) << yolo11::test::read_text(logs + "/rank1.log");
   EXPECT_NE(log0.find("BatchNorm layers normalise with the global batch's statistics"), std::string::npos) << log0;
   EXPECT_NE(log0.find("DDP: final weights identical on all 2 ranks"), std::string::npos) << log0;
+}
+
+// Failure handling (issue 17): rank 1 is SIGKILLed mid-epoch; rank 0 must exit non-zero within dist_timeout + 10 s
+// with a message naming rank 1, never hang.
+TEST(DistTrain, AKilledRankMakesTheSurvivorExitWithinTheTimeoutNamingIt) {
+  if (!yolo11::dist::gloo_available()) GTEST_SKIP() << "built without Gloo";
+  const std::string project = yolo11::test::scratch_dir("ddp_kill");
+  const std::string logs = yolo11::test::scratch_dir("ddp_kill_logs");
+  auto a = args(project, "run", 200, 4);  // far longer than the test: it must end by the kill
+  const int timeout_s = 20;
+  a.push_back("dist_timeout=" + std::to_string(timeout_s));
+  a.push_back("val=false");
+  const int port = yolo11::test::free_port();
+  yolo11::test::ScopedEnv ws("WORLD_SIZE", "2"), ma("MASTER_ADDR", "127.0.0.1"), mp("MASTER_PORT", std::to_string(port));
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 2; ++r) {
+    yolo11::test::ScopedEnv rk("RANK", std::to_string(r)), lr("LOCAL_RANK", std::to_string(r));
+    pids.push_back(yolo11::test::spawn(yolo11::test::exe("yolo11-train"), a, logs + "/rank" + std::to_string(r) + ".log"));
+  }
+  // Wait until training runs (rank 0 has finished an epoch), then kill rank 1.
+  const auto t_start = std::chrono::steady_clock::now();
+  while (yolo11::test::read_text(logs + "/rank0.log").find("epoch 2/200") == std::string::npos) {
+    ASSERT_LT(std::chrono::steady_clock::now() - t_start, std::chrono::seconds(120)) << "training never started";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::kill(pids[1], SIGKILL);
+  const auto t_kill = std::chrono::steady_clock::now();
+  yolo11::test::wait_exit(pids[1]);
+  const int rc0 = yolo11::test::wait_exit(pids[0]);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_kill).count();
+  const std::string log0 = yolo11::test::read_text(logs + "/rank0.log");
+  std::printf("rank 0 exited %.1f s after the kill with %d\n", s, rc0);
+  EXPECT_NE(rc0, 0) << log0;
+  EXPECT_LT(s, timeout_s + 10.0) << log0;
+  EXPECT_NE(log0.find("lost rank 1"), std::string::npos) << log0;
+}
+
+// resume= under DDP (issue 17): both ranks are killed after an epoch; relaunched with resume=<run dir>, every rank
+// loads the last checkpoint and they finish the run in lockstep (identical weights, every epoch in results.csv).
+TEST(DistTrain, ResumeRestoresEveryRankAndFinishesInLockstep) {
+  if (!yolo11::dist::gloo_available()) GTEST_SKIP() << "built without Gloo";
+  const std::string project = yolo11::test::scratch_dir("ddp_resume");
+  const std::string logs = yolo11::test::scratch_dir("ddp_resume_logs");
+  const int epochs = 6;
+  {
+    const int port = yolo11::test::free_port();
+    yolo11::test::ScopedEnv ws("WORLD_SIZE", "2"), ma("MASTER_ADDR", "127.0.0.1"), mp("MASTER_PORT", std::to_string(port));
+    std::vector<pid_t> pids;
+    for (int r = 0; r < 2; ++r) {
+      yolo11::test::ScopedEnv rk("RANK", std::to_string(r)), lr("LOCAL_RANK", std::to_string(r));
+      pids.push_back(yolo11::test::spawn(yolo11::test::exe("yolo11-train"), args(project, "run", epochs, 4),
+                                         logs + "/first" + std::to_string(r) + ".log"));
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    while (yolo11::test::read_text(logs + "/first0.log").find("epoch 2/6") == std::string::npos) {
+      ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(120)) << "training never started";
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    for (pid_t p : pids) ::kill(p, SIGKILL);
+    for (pid_t p : pids) yolo11::test::wait_exit(p);
+  }
+  ASSERT_TRUE(fs::exists(fs::path(project) / "run" / "weights" / "last.safetensors"));
+  const auto done_before = yolo11::test::count_rows(fs::path(project) / "run" / "results.csv");
+  ASSERT_LT(done_before, static_cast<size_t>(epochs)) << "the first launch finished before the kill";
+  const auto rcs = launch(2, {"resume=" + project + "/run"}, logs + "/resume");
+  const std::string log0 = yolo11::test::read_text(logs + "/resume0.log");
+  ASSERT_EQ(rcs[0], 0) << log0;
+  ASSERT_EQ(rcs[1], 0) << yolo11::test::read_text(logs + "/resume1.log");
+  EXPECT_NE(log0.find("DDP: rank 0 of 2"), std::string::npos) << log0;
+  EXPECT_NE(log0.find("DDP: final weights identical on all 2 ranks"), std::string::npos) << log0;
+  EXPECT_EQ(yolo11::test::count_rows(fs::path(project) / "run" / "results.csv"), static_cast<size_t>(epochs));
 }
