@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
 
   std::printf("\n| workers | epoch | images | wall s | images/s (wall) | process CPU s | images per CPU-second |\n"
               "|---|---|---|---|---|---|---|\n");
+  std::string loader_tables;
   for (int w : {1, 2}) {
     Loader l(ds, aug, LoaderOptions{.batch = 16, .workers = w, .seed = 0, .prefetch = 4});
     for (int e = 0; e < epochs; ++e) {
@@ -77,8 +78,13 @@ int main(int argc, char** argv) {
       const double c = cpu_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
       std::printf("| %d | %d | %lld | %.3f | %.1f | %.3f | %.1f |\n", w, e, static_cast<long long>(n), s, n / s, c,
                   n / c);
+      if (e == 0) (void)l.take_stats();  // decode epoch: not in the steady-state table below
     }
+    loader_tables += "\n" + std::to_string(w) + " worker(s), epochs 1+ (loader internals, Loader::take_stats):\n" +
+                     l.take_stats().table() + "\n";
   }
+
+  std::printf("%s", loader_tables.c_str());
 
   // ---- per transform (single thread, one image / sample) -----------------------------------------------------------
   const int N = 40;

@@ -6,6 +6,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "yolo11/data/loader_stats.h"
 #include "yolo11/instrument/range.h"
 
 namespace yolo11::data {
@@ -130,6 +131,7 @@ void pre_transform(int64_t index, const SampleSource& src, const AugmentOptions&
       for (int k = 0; k < 3; ++k) parts[k + 1] = src(d.mosaic_idx[k]);
     }
     instrument::ScopedRange r("mosaic");
+    ScopedPart t(LoaderPart::mosaic);
     MosaicResult m = mosaic4({&parts[0], &parts[1], &parts[2], &parts[3]}, o.imgsz, static_cast<int>(d.yc),
                              static_cast<int>(d.xc));
     base = m.img;
@@ -147,7 +149,10 @@ void pre_transform(int64_t index, const SampleSource& src, const AugmentOptions&
     }
     instrument::ScopedRange r("augment");
     const LetterboxParams p = letterbox_params(s.img.rows, s.img.cols, S, S, /*scaleup=*/true);
-    base = letterbox_image(s.img, p);
+    {
+      ScopedPart t(LoaderPart::letterbox);
+      base = letterbox_image(s.img, p);
+    }
     lab.boxes = letterbox_boxes_from_xywhn(s.xywhn, s.img.cols, s.img.rows, p);
     lab.cls = s.cls;
     if (trace) {
@@ -157,7 +162,11 @@ void pre_transform(int64_t index, const SampleSource& src, const AugmentOptions&
     }
   }
   instrument::ScopedRange r("augment");
-  PerspectiveResult rp = random_perspective(base, lab, d.persp, o.perspective != 0, border);
+  PerspectiveResult rp;
+  {
+    ScopedPart t(LoaderPart::perspective);
+    rp = random_perspective(base, lab, d.persp, o.perspective != 0, border);
+  }
   img = rp.img;
   labels = rp.out;
   if (trace) {  // later stages work in place on img: keep an unshared copy for inspection
@@ -187,12 +196,18 @@ AugmentedSample train_transform(int64_t index, const SampleSource& src, const Au
     cutmix(img, labels, img2, l2, {cx - cw / 2, cy - ch / 2, cx + cw / 2, cy + ch / 2});
   }
   instrument::ScopedRange r("augment");
-  apply_hsv(img, d.hsv_u[0] * o.hsv_h, d.hsv_u[1] * o.hsv_s, d.hsv_u[2] * o.hsv_v);
+  {
+    ScopedPart t(LoaderPart::hsv);
+    apply_hsv(img, d.hsv_u[0] * o.hsv_h, d.hsv_u[1] * o.hsv_s, d.hsv_u[2] * o.hsv_v);
+  }
   std::vector<Box> xywh;
   xywh.reserve(labels.size());
   for (const auto& b : labels.boxes) xywh.push_back(xyxy2xywh(b));
-  if (d.flipud_u < o.flipud) flip_ud(img, xywh);
-  if (d.fliplr_u < o.fliplr) flip_lr(img, xywh);
+  {
+    ScopedPart t(LoaderPart::flip);
+    if (d.flipud_u < o.flipud) flip_ud(img, xywh);
+    if (d.fliplr_u < o.fliplr) flip_lr(img, xywh);
+  }
   if (trace) trace->flip_boxes_xywh = xywh;
   AugmentedSample out;
   out.xywhn = normalize_xywh(xywh, img.cols, img.rows);
@@ -206,7 +221,10 @@ AugmentedSample val_transform(const LoadedSample& s, std::array<int, 2> new_shap
   instrument::ScopedRange r("augment");
   const LetterboxParams p = letterbox_params(s.img.rows, s.img.cols, new_shape[0], new_shape[1], /*scaleup=*/false);
   AugmentedSample out;
-  out.img = letterbox_image(s.img, p);
+  {
+    ScopedPart t(LoaderPart::letterbox);
+    out.img = letterbox_image(s.img, p);
+  }
   const std::vector<Box> xyxy = letterbox_boxes_from_xywhn(s.xywhn, s.img.cols, s.img.rows, p);
   std::vector<Box> xywh;
   xywh.reserve(xyxy.size());

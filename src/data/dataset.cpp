@@ -1,6 +1,8 @@
 // Dataset: scan, filter, image cache, load_image, rect shapes (see dataset.h).
 #include "yolo11/data/dataset.h"
 
+#include "yolo11/data/loader_stats.h"
+
 #include <opencv2/imgproc.hpp>
 #include <spdlog/spdlog.h>
 
@@ -317,16 +319,20 @@ cv::Mat Dataset::load_uncached(size_t i) const {
 LoadedSample Dataset::load(size_t i) const {
   LoadedSample s;
   if (!ram_.empty()) {
+    ScopedPart t(LoaderPart::cache);
     s.img = ram_.at(i);
   } else if (buf_cap_ == 0) {
+    ScopedPart t(LoaderPart::decode);
     s.img = load_uncached(i);
   } else {
     {
+      ScopedPart t(LoaderPart::cache);
       std::lock_guard<std::mutex> lk(buf_m_);
       auto it = buf_.find(i);
       if (it != buf_.end()) s.img = it->second;
     }
     if (s.img.empty()) {
+      ScopedPart t(LoaderPart::decode);
       s.img = load_uncached(i);  // decode outside the lock
       std::lock_guard<std::mutex> lk(buf_m_);
       if (buf_.emplace(i, s.img).second) {

@@ -49,6 +49,26 @@ at::Tensor multi_scale(const at::Tensor& images, int64_t imgsz, int64_t stride, 
   return F::interpolate(images, F::InterpolateFuncOptions().size(ns).mode(torch::kBilinear).align_corners(false));
 }
 
+at::Tensor to_float_channels_last(const at::Tensor& u8) {
+  // One plain loop on the calling thread: ATen's .to(kFloat).div_(255) from a worker thread would start an OpenMP
+  // team of intra-op threads per worker (workers × threads on the cores). Same values: IEEE x / 255.0f, as ATen's
+  // division by a scalar.
+  TORCH_CHECK(u8.scalar_type() == torch::kUInt8 && u8.dim() == 4 && u8.is_contiguous(),
+              "to_float_channels_last: expected a contiguous uint8 (B, C, H, W) tensor");
+  const int64_t B = u8.size(0), C = u8.size(1), H = u8.size(2), W = u8.size(3), plane = H * W;
+  at::Tensor out = torch::empty({B, C, H, W}, torch::TensorOptions().dtype(torch::kFloat).memory_format(
+                                                  torch::MemoryFormat::ChannelsLast));
+  const uint8_t* src = u8.data_ptr<uint8_t>();
+  float* dst = out.data_ptr<float>();  // NHWC in memory
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t c = 0; c < C; ++c) {
+      const uint8_t* s = src + (b * C + c) * plane;
+      float* d = dst + b * C * plane + c;
+      for (int64_t i = 0; i < plane; ++i) d[i * C] = static_cast<float>(s[i]) / 255.0f;
+    }
+  return out;
+}
+
 Loader::Loader(std::shared_ptr<Dataset> ds, AugmentOptions aug, LoaderOptions opt)
     : ds_(std::move(ds)), aug_(aug), opt_(opt) {
   if (!ds_) throw std::runtime_error("Loader: dataset is null");
@@ -73,10 +93,11 @@ Loader::Loader(std::shared_ptr<Dataset> ds, AugmentOptions aug, LoaderOptions op
   pin_ = opt_.pin_memory && torch::cuda::is_available();
   disable_opencv_threads();  // once, before the workers start (never from them: see opencv_threads.h)
   instrument::prepare_threads();  // NVTX's lazy init, before the workers' first NVTX calls (see range.h)
+  rec_ = std::make_unique<LoaderRecorder>(std::max(1, opt_.workers));
   for (int i = 0; i < std::max(0, opt_.workers); ++i) {
     threads_.emplace_back([this, i] {
       instrument::name_this_thread(("loader " + std::to_string(i)).c_str());  // NVTX + trace.json track name
-      worker_loop();
+      worker_loop(i);
     });
   }
 }
@@ -176,6 +197,7 @@ Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
     }
   }
   instrument::ScopedRange r("collate");
+  ScopedPart collate_part(LoaderPart::collate);
   const int64_t H = samples[0].img.rows, W = samples[0].img.cols;
   Batch out;
   out.images = acquire_images(B, H, W);
@@ -217,14 +239,14 @@ Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
     const double rh = static_cast<double>(rs[0]) / os[0], rw = static_cast<double>(rs[1]) / os[1];
     out.ratio_pad.push_back({rh * s.ratio_pad[0], rw * s.ratio_pad[1], s.ratio_pad[2], s.ratio_pad[3]});
   }
-  if (opt_.float_images) {  // engine::to_input's conversion, here in the worker (same ops, same values)
+  if (opt_.float_images) {  // engine::to_input's conversion (x / 255 in float32, channels_last), in the worker
     instrument::ScopedRange f("to_float");
-    out.images = out.images.to(torch::kFloat).div_(255.0).contiguous(torch::MemoryFormat::ChannelsLast);
+    out.images = to_float_channels_last(out.images);
   }
   return out;
 }
 
-void Loader::worker_loop() {
+void Loader::worker_loop(int worker) {
   for (;;) {
     int64_t b, epoch;
     uint64_t gen;
@@ -244,11 +266,13 @@ void Loader::worker_loop() {
       ready_[b];  // reserve the slot (empty = in progress)
     }
     Slot slot;
+    rec_->begin_batch(worker);
     try {
       slot.batch = build_batch(b, epoch, *aug, *order);
     } catch (...) {
       slot.error = std::current_exception();
     }
+    rec_->end_batch(worker, slot.batch ? slot.batch->size() : 0);
     {
       std::lock_guard<std::mutex> lk(m_);
       if (gen != generation_) continue;  // epoch restarted meanwhile: discard
@@ -269,7 +293,16 @@ std::optional<Batch> Loader::next() {
     const int64_t epoch = epoch_;
     ++next_deliver_;
     lk.unlock();
-    return build_batch(b, epoch, *aug, *order);
+    rec_->begin_batch(0);
+    std::optional<Batch> out;
+    try {
+      out = build_batch(b, epoch, *aug, *order);
+    } catch (...) {
+      rec_->end_batch(0, 0);
+      throw;
+    }
+    rec_->end_batch(0, out->size());
+    return out;
   }
   cv_work_.notify_all();
   cv_ready_.wait(lk, [&] {

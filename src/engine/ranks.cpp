@@ -1,8 +1,10 @@
 // DDP straggler report (report_ranks) and the stage-delay test hook (test_delay); see run.h.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <chrono>
+#include <fstream>
 #include <cstdlib>
 #include <mutex>
 #include <sstream>
@@ -39,6 +41,34 @@ void report_ranks(Run& r) {
   rep.last_step = w.last_step;
   r.prof->record_ranks(rep);
   spdlog::info("{}", instrument::format_rank_report(rep));
+}
+
+namespace {
+// read_bytes of /proc/self/io (bytes this process caused to be read from storage); −1 where unavailable.
+int64_t proc_read_bytes() {
+  std::ifstream in("/proc/self/io");
+  std::string key;
+  int64_t v = 0;
+  while (in >> key >> v)
+    if (key == "read_bytes:") return v;
+  return -1;
+}
+}  // namespace
+
+void report_loader(Run& r) {
+  static int64_t last_bytes = proc_read_bytes();
+  const data::LoaderReport rep = r.train_loader->take_stats();
+  const int64_t bytes = proc_read_bytes();
+  const double mb_s = bytes >= 0 && last_bytes >= 0 && rep.wall_s > 0
+                          ? static_cast<double>(bytes - last_bytes) / 1e6 / rep.wall_s : -1;
+  last_bytes = bytes;
+  if (!r.main_rank || rep.batches == 0) return;
+  const std::string io = mb_s >= 0 ? fmt::format("disk read {:.1f} MB/s", mb_s) : "disk read n/a";
+  std::string text = rep.table() + "; " + io;
+  spdlog::info("{}", text);
+  std::vector<instrument::LoaderPartRow> rows;
+  for (const auto& p : rep.parts) rows.push_back({p.name, p.count, p.total_s, p.p50_ms / 1e3, p.p95_ms / 1e3, p.share});
+  r.prof->record_loader(r.epoch, rows, rep.busy_s, text.substr(text.rfind('\n') + 1));
 }
 
 namespace {

@@ -4,6 +4,8 @@
 // initial weights are broadcast; rank 0 alone writes the run dir and validates.
 #include "yolo11/engine/run.h"
 
+#include <sched.h>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -86,8 +88,21 @@ void setup_environment(Run& r, const Callbacks& callbacks) {
     c.epochs = cfg.epochs;
     callbacks.run(Event::on_pretrain_routine_start, c);
   }
-  r.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  r.cores = hw;
+  cpu_set_t allowed_set;
+  CPU_ZERO(&allowed_set);
+  if (sched_getaffinity(0, sizeof(allowed_set), &allowed_set) == 0 && CPU_COUNT(&allowed_set) > 0)
+    r.cores = std::min(hw, CPU_COUNT(&allowed_set));  // taskset / cgroup cpuset / a launcher's pinning
   r.threads = cfg.threads > 0 ? static_cast<int>(cfg.threads) : r.cores;
+  if (r.cores < hw)
+    spdlog::warn("this process may run on {} of the machine's {} cores (sched_getaffinity: taskset, a cgroup cpuset or "
+                 "the launcher pinned it); intra-op threads {}{}", r.cores, hw, r.threads,
+                 r.threads > r.cores ? ": more threads than allowed cores, they time-share (set threads<=" +
+                                           std::to_string(r.cores) + ")" : "");
+  else if (r.threads > r.cores)
+    spdlog::warn("threads={} exceeds the {} cores: the intra-op threads time-share (oversubscription)", r.threads,
+                 r.cores);
   torch::set_num_threads(r.threads);
   const std::string fp_env_line = flush_denormals();  // before the loader threads start: they inherit it (issue 15)
   const std::string malloc_line = tune_malloc();      // before the model, loader and their big buffers

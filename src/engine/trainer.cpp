@@ -308,6 +308,7 @@ void Trainer::validate_and_save() {
   {
     auto s = r.prof->stage("log");
     spdlog::info("{}", r.prof->end_epoch());
+    report_loader(r);  // the loader workers' per-transform times of this epoch
     row.epoch = epoch + 1;
     row.time = seconds_since(r.t_run);
     row.box_loss = r.ep.tloss[0];

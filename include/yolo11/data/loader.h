@@ -17,6 +17,7 @@
 #include "yolo11/data/augment.h"
 #include "yolo11/data/batch.h"
 #include "yolo11/data/dataset.h"
+#include "yolo11/data/loader_stats.h"
 
 namespace yolo11::data {
 
@@ -58,12 +59,15 @@ class Loader {
   const Dataset& dataset() const { return *ds_; }
   const AugmentOptions& augment_options() const { return aug_; }
 
+  /// Per-transform timing of the workers since the previous call (loader_stats.h); any thread.
+  LoaderReport take_stats() { return rec_->take(); }
+
   /// Builds batch `b` of the current epoch order synchronously (what workers run). Exposed for benchmarks/tests.
   Batch build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
                     const std::vector<int64_t>& order) const;
 
  private:
-  void worker_loop();
+  void worker_loop(int worker);
   void restart_locked(int64_t epoch);
 
   std::shared_ptr<Dataset> ds_;
@@ -92,7 +96,12 @@ class Loader {
   at::Tensor acquire_images(int64_t B, int64_t H, int64_t W) const;
   mutable std::mutex pool_m_;
   mutable std::vector<at::Tensor> pool_;
+  std::unique_ptr<LoaderRecorder> rec_;
 };
+
+/// (B, C, H, W) uint8 → float32 / 255 in channels_last memory, on the calling thread only (no intra-op pool);
+/// bit-equal to `.to(kFloat).div_(255.0).contiguous(ChannelsLast)`. Throws c10::Error for another dtype or layout.
+at::Tensor to_float_channels_last(const at::Tensor& u8);
 
 /// Sample order of one epoch for this rank: a permutation of [0, n) from (seed, epoch) when shuffling, padded by
 /// wrapping to a multiple of world, then every world-th index starting at rank (torch DistributedSampler layout).

@@ -114,6 +114,10 @@ NamedTensors resume(Run& run);
 /// the straggler report and records it (breakdown.csv kind "rank", summary.json "ranks"; instrument/straggler.h).
 void report_ranks(Run& run);
 
+/// After each epoch's table: takes the train loader's per-transform times (Loader::take_stats, every rank) and, on
+/// rank 0, logs them with the disk read rate (/proc/self/io) and records them (breakdown.csv kind "loader").
+void report_loader(Run& run);
+
 /// Test hook (never set in production): YOLO11_TEST_DELAY="stage:rank:ms[,stage:rank:ms...]" makes `stage` (a
 /// step stage name) on rank `rank` sleep `ms` milliseconds inside its timed range, so tests can make a straggler.
 void test_delay(const Run& run, const char* stage);

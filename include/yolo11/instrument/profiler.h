@@ -105,6 +105,13 @@ class Stage {
   int event_slot_ = -1;    // CUDA event pair, −1 without CUDA timing
 };
 
+/// One loader part for record_loader (no dependency on the data library).
+struct LoaderPartRow {
+  std::string name;
+  int64_t count = 0;
+  double total_s = 0, p50_s = 0, p95_s = 0, share = 0;
+};
+
 class Profiler {
  public:
   /// Starts the sampler thread unless level == off; creates run_dir if needed. Throws std::runtime_error
@@ -139,6 +146,10 @@ class Profiler {
   /// breakdown.csv rows of kind "rank" (one per rank and field; `rank` column = that rank, mean_s = s per step)
   /// and the summary.json "ranks" section (per-rank means over the run, straggler counts, the last verdict).
   void record_ranks(const RankReport& r);
+  /// Rank 0, each epoch: the loader workers' per-transform times (data/loader_stats.h), as breakdown.csv rows of
+  /// kind "loader" (stage = part, count, mean_s = total / count, p50_s, p95_s, share of the workers' busy time;
+  /// the `other` row carries the utilisation line in `diagnosis`).
+  void record_loader(int64_t epoch, const std::vector<LoaderPartRow>& parts, double busy_s, const std::string& note);
   /// Diagnosis over the last closed window (over the run so far if no window closed yet).
   Diagnosis diagnose() const;
 

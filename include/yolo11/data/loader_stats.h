@@ -1,0 +1,72 @@
+#pragma once
+// Loader internals (issue 14, docs/instrument.md "Loader internals"): what each loader worker spends its time on.
+// Every batch a worker builds is timed as a whole (its busy time) and split into the transforms below, timed where
+// they run (ScopedPart); "other" is the rest of the batch's busy time (draws, label arithmetic, allocation), so
+// the parts add up to the busy time exactly and a large "other" means a transform is not covered. No torch.
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace yolo11::data {
+
+enum class LoaderPart : int { decode, cache, mosaic, perspective, hsv, flip, letterbox, collate, other };
+inline constexpr std::array<const char*, 9> kLoaderParts = {"decode",    "cache", "mosaic",  "perspective", "hsv",
+                                                            "flip",      "letterbox", "collate", "other"};
+
+/// Times one transform on a thread that is building a batch (LoaderRecorder::begin_batch); elsewhere it does
+/// nothing but read a thread-local pointer.
+class ScopedPart {
+ public:
+  explicit ScopedPart(LoaderPart p);
+  ~ScopedPart();
+  ScopedPart(const ScopedPart&) = delete;
+  ScopedPart& operator=(const ScopedPart&) = delete;
+
+ private:
+  LoaderPart part_;
+  int64_t t0_ = 0;
+  bool on_ = false;
+};
+
+struct LoaderPartSummary {
+  std::string name;
+  int64_t count = 0;              ///< calls (for "other": batches)
+  double total_s = 0;             ///< summed over workers
+  double p50_ms = 0, p95_ms = 0;  ///< per call
+  double share = 0;               ///< total_s / busy_s
+};
+
+struct LoaderReport {
+  std::vector<LoaderPartSummary> parts;  ///< kLoaderParts order
+  double busy_s = 0;                     ///< Σ over workers of the time spent building batches
+  std::vector<double> worker_busy_s;     ///< per worker (the synchronous loader counts as worker 0)
+  double wall_s = 0;                     ///< since the previous take()
+  int64_t batches = 0, images = 0;
+  /// busy / (wall × workers): how much of the workers' time went into building batches.
+  double utilisation() const;
+  /// One line per part: "decode  count  total s  p50 ms  p95 ms  share", then busy / wall / utilisation.
+  std::string table() const;
+};
+
+/// Owned by a Loader: collects what its workers record.
+class LoaderRecorder {
+ public:
+  explicit LoaderRecorder(int workers);
+  ~LoaderRecorder();
+  /// On the worker thread, around building one batch of `images` images.
+  void begin_batch(int worker);
+  void end_batch(int worker, int64_t images);
+  /// Everything recorded since the previous take() (or construction), then starts over. Any thread.
+  LoaderReport take();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace yolo11::data
