@@ -7,6 +7,7 @@
 #include <chrono>
 #include <mutex>
 #include <string>
+#include <utility>
 
 namespace yolo11::dist {
 
@@ -15,7 +16,8 @@ struct GradReducer::State {
   std::vector<at::Tensor> params;                    // trainable, registration order
   std::vector<std::vector<size_t>> buckets;          // parameter indices, buckets in backward order
   std::vector<size_t> bucket_of;                     // parameter → bucket
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;  // kept alive: the hooks live on them
+  // Kept alive: the hooks live on them (std::shared_ptr<Node> in LibTorch 1.13, c10::intrusive_ptr in newer ones).
+  std::vector<decltype(torch::autograd::impl::grad_accumulator(std::declval<const at::Tensor&>()))> accumulators;
   std::mutex m;
   bool armed = false;
   std::vector<char> ready;                           // per parameter, this backward
