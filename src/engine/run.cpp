@@ -195,6 +195,9 @@ void setup_instrumentation(Run& r) {
     spdlog::warn("trace_steps={}:{} ignored: trace.json is written with instrument=full (now instrument={})",
                  cfg.trace_steps.start, cfg.trace_steps.stop, cfg.instrument);
   if (!cfg.profile_steps.empty()) po.profile_steps = std::make_pair(cfg.profile_steps.start, cfg.profile_steps.stop);
+  if (!cfg.profile_ops.empty()) po.profile_ops = std::make_pair(cfg.profile_ops.start, cfg.profile_ops.stop);
+  po.profile_ops_shapes = cfg.profile_ops_shapes;
+  po.profile_ops_memory = cfg.profile_ops_memory;
   po.sync = cfg.sync;
   po.cuda = r.cuda;
   po.run_dir = r.run_dir;

@@ -225,11 +225,14 @@ Profiler::Profiler(ProfilerOptions opts) : impl_(std::make_unique<Impl>()) {
   ProfilerOptions& o = m.o;
   enabled_ = o.level != Level::off;
   set_ranges_enabled(enabled_);
-  if (!enabled_) return;
+  if (!enabled_) {
+    if (o.profile_ops) spdlog::warn("profile_ops ignored: it needs instrument=basic or full (now off)");
+    return;
+  }
   if (o.warmup_steps < 0)
     throw std::runtime_error(fmt::format("instrument: warmup_steps={} must be ≥ 0", o.warmup_steps));
   if (o.log_every < 1) throw std::runtime_error(fmt::format("instrument: log_every={} must be ≥ 1", o.log_every));
-  for (const auto* r : {&o.trace_steps, &o.profile_steps}) {
+  for (const auto* r : {&o.trace_steps, &o.profile_steps, &o.profile_ops}) {
     if (*r && ((*r)->first < 0 || (*r)->second <= (*r)->first)) {
       throw std::runtime_error(fmt::format("instrument: step range {}:{} is empty or negative; use START:STOP with "
                                            "0 ≤ START < STOP (global step indices)",
@@ -257,6 +260,17 @@ Profiler::Profiler(ProfilerOptions opts) : impl_(std::make_unique<Impl>()) {
     spdlog::info("instrument: profile_steps={}:{} needs a CUDA build (cudaProfilerStart/Stop); ignored on this "
                  "CPU-only build",
                  o.profile_steps->first, o.profile_steps->second);
+  }
+  if (o.profile_ops) {
+    OpsProfileOptions oo;
+    oo.start = o.profile_ops->first;
+    oo.stop = o.profile_ops->second;
+    oo.top = o.profile_ops_top;
+    oo.shapes = o.profile_ops_shapes;
+    oo.memory = o.profile_ops_memory;
+    oo.cuda = o.cuda && compat::cuda_available();
+    oo.run_dir = o.run_dir;
+    m.ops = std::make_unique<OpsProfiler>(oo);
   }
   m.t_start = now_ns();
   m.csv_last_flush = m.t_start;
@@ -327,6 +341,7 @@ void Profiler::begin_step(int64_t step) {
       spdlog::info("instrument: cudaProfilerStop at step {}", step);
     }
   }
+  if (m.ops) m.ops->begin_step(step, m.have_window ? m.last_window.step.mean : -1.0);
   m.step = step;
   m.step_open = true;
   m.cur.step = step;
@@ -341,6 +356,7 @@ Stage Profiler::stage(const char* name) {
   Impl& m = *impl_;
   s.prof_ = this;
   s.index_ = m.index_of(name);
+  if (m.ops) m.ops->push(name);
   nvtx::push(name);
   s.start_ns_ = now_ns();
   if (m.gpu_timed[static_cast<size_t>(s.index_)] && m.step_open) s.event_slot_ = m.events->start();
@@ -354,6 +370,7 @@ void Profiler::end_stage(Stage& s) {
   if (m.o.sync && m.o.cuda) compat::synchronize(m.o.cuda_device);
   const int64_t end = now_ns();
   nvtx::pop();
+  if (m.ops) m.ops->pop();
   trace::complete(m.names[idx], s.start_ns_, end);
   const double wall = static_cast<double>(end - s.start_ns_) * 1e-9;
   if (m.step_open && !m.per_epoch[idx]) {
@@ -381,6 +398,11 @@ void Profiler::end_step(int64_t images) {
   trace::complete(fmt::format("step {}", m.cur.step), m.step_t0, end, m.cur.step);
   m.cur.wall = static_cast<double>(end - m.step_t0) * 1e-9;
   m.cur.images = images;
+  if (m.ops && m.ops->active()) {  // our timers over the profiled steps (CUDA-event stages resolve later: n/a)
+    for (size_t i = 0; i < m.names.size(); ++i)
+      if (m.cur.ran[i] && !m.gpu_timed[i]) m.ops->add_timer(m.names[i], m.cur.seconds[i]);
+    m.ops->end_step(m.cur.wall);
+  }
   const bool warming = m.steps_seen++ < m.o.warmup_steps;
   (warming ? m.warmup_rec : m.window_steps).push_back(std::move(m.cur));
   m.new_step_record();
@@ -439,6 +461,7 @@ void Profiler::finish() {
   m.close_window(now_ns());
   m.close_epoch_range(now_ns());
   m.finished = true;
+  if (m.ops) m.ops->finish();
   const bool traced = trace::recording() || trace::event_count() > 0;
   trace::set_recording(false);
   if (m.profiling) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "yolo11/compat.h"
+#include "yolo11/instrument/ops_profile.h"
 #include "yolo11/instrument/profiler.h"
 #include "yolo11/instrument/sampler.h"
 
@@ -55,6 +56,7 @@ struct Profiler::Impl {
   bool cuda_timing = false;
   std::unique_ptr<compat::EventTimer> events;
   std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<OpsProfiler> ops;  // profile_ops window (null without one)
 
   int64_t t_start = 0;
   int64_t epoch = -1;

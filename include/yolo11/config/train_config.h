@@ -88,6 +88,9 @@ struct TrainConfig {
   int64_t instrument_warmup = 3;     ///< first steps of a process kept out of windows, tables and diagnosis
   StepRange trace_steps;
   StepRange profile_steps;
+  StepRange profile_ops;             ///< operator profile window (ops.txt, ops.csv, ops_trace.json); empty = none
+  bool profile_ops_shapes = false;   ///< operator table also grouped by input shape
+  bool profile_ops_memory = false;   ///< operator profile records allocations (MiB per stage)
   bool sync = false;
   std::string datasets_dir = "datasets";
   bool tensorboard = false;          ///< write runs/train/<name>/events.out.tfevents.* (engine/loggers.h)

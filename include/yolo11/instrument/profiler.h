@@ -59,6 +59,13 @@ struct ProfilerOptions {
   /// Nsight capture range [first, last): cudaProfilerStart at begin_step(first), Stop at begin_step(last)
   /// (or finish). CUDA builds only; elsewhere logged once and ignored.
   std::optional<std::pair<int64_t, int64_t>> profile_steps;
+  /// Operator profile window [first, last) (global steps; ops_profile.h): LibTorch's profiler records every operator
+  /// under our stages (user scopes) and writes ops.txt, ops.csv, ops_trace.json to run_dir; the top-5 table and
+  /// the window's cost are logged at `last`. Needs level ≠ off.
+  std::optional<std::pair<int64_t, int64_t>> profile_ops;
+  bool profile_ops_shapes = false;  ///< group the operator table by input shape too (records shapes)
+  bool profile_ops_memory = false;  ///< record allocator events: MiB allocated per stage
+  int profile_ops_top = 20;         ///< rows of ops.txt
   bool sync = false;  ///< CUDA: synchronize the device at every stage end (exact attribution, slower)
   bool cuda = false;  ///< training on a CUDA device: time GPU stages with CUDA events on the current stream
   int cuda_device = 0;       ///< device index for events, NVML and peak memory
