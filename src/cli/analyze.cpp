@@ -1,5 +1,6 @@
 // yolo11 analyze / yolo11-analyze RUN_DIR_OR_LOG: per-stage summary and bottleneck diagnosis of any instrumented run, from its
-// breakdown.csv or the window lines of its train.log.
+// breakdown.csv or the window lines of its train.log (and its operator table when profile_ops wrote ops.csv).
+// yolo11-analyze RUN_A RUN_B: run diff (instrument/compare.h): per stage and img/s, change, p-values, verdict.
 #include "yolo11/cli/cli.h"
 
 #include <CLI/CLI.hpp>
@@ -7,18 +8,38 @@
 #include <nlohmann/json.hpp>
 
 #include "yolo11/instrument/analyze.h"
+#include "yolo11/instrument/compare.h"
 
 namespace yolo11::cli {
 
 int analyze(int argc, char** argv) {
   CLI::App app{"Per-stage time breakdown and bottleneck diagnosis of a yolo11 training run"};
-  std::string path;
+  std::string path, path_b;
   bool json = false;
   app.add_option("path", path, "run directory (breakdown.csv or train.log inside) or a breakdown.csv / log file")
       ->required();
+  app.add_option("path_b", path_b, "a second run: compare A (path) with B (stages, img/s, settings, verdict)");
   app.add_flag("--json", json, "print the combined summary and diagnosis as JSON");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (!path_b.empty()) {
+      const auto c = yolo11::instrument::compare_runs(path, path_b);
+      if (!json) {
+        std::cout << c.report;
+        return 0;
+      }
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& row : c.rows)
+        rows.push_back({{"name", row.name}, {"a", row.mean_a}, {"b", row.mean_b}, {"change", row.change},
+                        {"p_welch", row.p_welch}, {"p_mann_whitney", row.p_mw}, {"hedges_g", row.g},
+                        {"windows_a", row.n_a}, {"windows_b", row.n_b}, {"significant", row.significant}});
+      nlohmann::json settings = nlohmann::json::object();
+      for (const auto& [k, v] : c.settings) settings[k] = {v.first, v.second};
+      std::cout << nlohmann::json({{"a", c.a}, {"b", c.b}, {"rows", rows}, {"flagged", c.flagged},
+                                   {"settings", settings}, {"verdict", c.verdict}}).dump(2)
+                << "\n";
+      return 0;
+    }
     const auto r = yolo11::instrument::analyze_run(path);
     if (!json) {
       std::cout << r.report;
@@ -34,6 +55,8 @@ int analyze(int argc, char** argv) {
                               {"steps", r.overall.steps},
                               {"step_mean_s", r.overall.step.mean},
                               {"images_per_s", r.overall.images_per_s},
+                              {"mfu", r.overall.mfu >= 0 ? nlohmann::json(r.overall.mfu) : nlohmann::json(nullptr)},
+                              {"tflops", r.overall.tflops >= 0 ? nlohmann::json(r.overall.tflops) : nlohmann::json(nullptr)},
                               {"stages", stages},
                               {"bottleneck", yolo11::instrument::to_string(r.diagnosis.bottleneck)},
                               {"reason", r.diagnosis.reason},

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "yolo11/engine/run.h"
+#include "yolo11/instrument/mfu.h"
 #include "yolo11/instrument/sampler.h"
 #include "yolo11/io/metrics_server.h"
 #include "yolo11/io/tensorboard.h"
@@ -240,15 +241,10 @@ struct MetricsLogger {
 
 std::optional<double> model_flops_utilization(const std::string& gpu_name, double forward_gflops_per_image,
                                               double images_per_s) {
-  // Dense fp16/bf16 tensor-core peaks (TFLOP/s, no sparsity), from the vendors' data sheets; more specific first.
-  static const std::vector<std::pair<const char*, double>> kPeak = {
-      {"H200", 989}, {"H100 PCIe", 756}, {"H100", 989}, {"A100", 312}, {"L40S", 362}, {"L4", 121},
-      {"A10", 125},  {"RTX 4090", 165},  {"RTX 3090", 71}, {"V100", 125}, {"T4", 65}};
-  if (forward_gflops_per_image <= 0 || images_per_s <= 0) return std::nullopt;
-  for (const auto& [key, tflops] : kPeak)
-    if (gpu_name.find(key) != std::string::npos)
-      return 3.0 * forward_gflops_per_image * 1e9 * images_per_s / (tflops * 1e12);
-  return std::nullopt;
+  // Dense fp16/bf16 tensor-core peaks: the table of instrument::gpu_peak_flops (include/yolo11/instrument/mfu.h).
+  const auto peak = instrument::gpu_peak_flops(gpu_name, "bf16");
+  if (!peak) return std::nullopt;
+  return instrument::mfu(3.0 * forward_gflops_per_image * 1e9, images_per_s, *peak);
 }
 
 void add_tensorboard_callbacks(Callbacks& cbs) {

@@ -1,5 +1,6 @@
 // yolo11-analyze's logic: read breakdown.csv or train.log windows, combine, diagnose, report.
 #include "yolo11/instrument/analyze.h"
+#include "yolo11/instrument/ops_profile.h"
 
 #include <spdlog/fmt/fmt.h>
 #include <yaml-cpp/yaml.h>
@@ -110,6 +111,8 @@ std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vect
       w.cpu_percent = num(f[col["cpu_percent"]], where);
       if (col.count("rss_mb")) w.rss_mb = num(f[col["rss_mb"]], where);
       if (col.count("gpu_mem_mb")) w.gpu_mem_mb = num(f[col["gpu_mem_mb"]], where);
+      if (col.count("mfu") && col["mfu"] < f.size()) w.mfu = num(f[col["mfu"]], where);  // written since issue 14
+      if (col.count("tflops") && col["tflops"] < f.size()) w.tflops = num(f[col["tflops"]], where);
       into.push_back(w);
     }
     WindowSummary& w = into.back();
@@ -227,6 +230,12 @@ WindowSummary combine_windows(const std::vector<WindowSummary>& windows) {
     for (const auto& w : windows) ips += w.images_per_s;
     r.images_per_s = ips / static_cast<double>(windows.size());
   }
+  for (const auto& w : windows) {  // MFU and TFLOP/s are proportional to img/s (same FLOPs per image and peak)
+    if (w.mfu < 0 || w.images_per_s <= 0) continue;
+    r.mfu = w.mfu * r.images_per_s / w.images_per_s;
+    r.tflops = w.tflops * r.images_per_s / w.images_per_s;
+    break;
+  }
   return r;
 }
 
@@ -343,6 +352,11 @@ AnalyzeResult analyze_run(const std::string& path) {
                            "defaults; analyze the run directory for advice that names its real settings"
                          : "from " + r.context_source);
   rep += "diagnosis: " + r.diagnosis.to_string() + "\n";
+  if (fs::exists(dir / "ops.csv")) {  // profile_ops: the operator table of its window (ops_profile.h)
+    r.ops = read_ops_csv((dir / "ops.csv").string());
+    rep += fmt::format("operators (profile_ops, {}):\n{}{}", (dir / "ops.txt").string(), format_ops_table(*r.ops, 10),
+                       format_ops_stages(*r.ops));
+  }
   r.report = std::move(rep);
   return r;
 }

@@ -16,6 +16,7 @@
 #include "nvtx.h"
 #include "profiler_impl.h"
 #include "yolo11/compat.h"
+#include "yolo11/instrument/mfu.h"
 #include "yolo11/instrument/range.h"
 #include "yolo11/instrument/sampler.h"
 #include "yolo11/instrument/trace.h"
@@ -126,6 +127,10 @@ WindowSummary Profiler::Impl::summarize(const std::string& kind, const Accum& a,
     w.cpu_percent = g.cpu_percent;
     w.rss_mb = g.rss_mb;
   }
+  if (const auto u = instrument::mfu(o.train_flops_per_image, w.images_per_s, o.peak_flops)) {
+    w.mfu = *u;
+    w.tflops = o.train_flops_per_image * w.images_per_s / 1e12;
+  }
   return w;
 }
 
@@ -206,6 +211,26 @@ void Profiler::Impl::close_epoch_range(int64_t end) {
   }
 }
 
+void Profiler::Impl::find_peak() {
+  if (o.cuda) {
+    const std::string gpu = sampler->gpu_name();
+    const char* dtype = o.amp ? "bf16" : "tf32";
+    if (const auto p = gpu_peak_flops(gpu, dtype)) {
+      o.peak_flops = *p;
+      o.peak_source = fmt::format("table: {} dense {}", gpu, dtype);
+    } else {
+      o.peak_source = gpu.empty() ? "GPU name unknown (no NVML): MFU n/a" : fmt::format("{} not in the peak table: MFU n/a", gpu);
+    }
+  } else {
+    const CpuPeak p = cpu_peak_flops(o.amp ? "bfloat16" : "float32");
+    o.peak_flops = p.flops_per_s;
+    o.peak_source = fmt::format("CPU measured{}: {} {}, {} threads, {}", p.cached ? " (cached)" : "", p.kernel, p.dtype,
+                                p.threads, p.cpu);
+  }
+  spdlog::info("MFU: {:.3g} GFLOPs per training image (3 x forward), peak {}", o.train_flops_per_image / 1e9,
+               o.peak_flops > 0 ? fmt::format("{:.3g} TFLOP/s ({})", o.peak_flops / 1e12, o.peak_source) : o.peak_source);
+}
+
 // ---- Stage --------------------------------------------------------------------------------------------------------
 Stage::Stage(Stage&& o) noexcept
     : prof_(o.prof_), index_(o.index_), start_ns_(o.start_ns_), event_slot_(o.event_slot_) {
@@ -281,6 +306,7 @@ Profiler::Profiler(ProfilerOptions opts) : impl_(std::make_unique<Impl>()) {
   trace::set_thread_name("trainer");
   nvtx::name_thread("trainer");
   m.sampler = std::make_unique<Sampler>(o.sample_hz, o.cuda, o.cuda_device);
+  if (o.train_flops_per_image > 0 && o.peak_flops <= 0) m.find_peak();
   if (o.cuda) compat::reset_peak_memory(o.cuda_device);
   m.sampler->start();
   spdlog::debug("instrument: level={} log_every={} trace_steps={} cuda_events={} nvml={}", to_string(o.level),

@@ -116,6 +116,7 @@ struct Profiler::Impl {
   void close_window(int64_t t_end);
   void close_warmup(int64_t t_end);
   void close_epoch_range(int64_t end);
+  void find_peak();  // o.peak_flops / o.peak_source for MFU
 
   // ---- reports (profiler_report.cpp) ----
   void flush_csv();

@@ -13,6 +13,10 @@
 
 namespace yolo11::instrument {
 
+namespace {
+nlohmann::json na_json(double v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); }
+}  // namespace
+
 void Profiler::Impl::flush_csv() {
   if (o.run_dir.empty() || csv_buffer.empty()) return;
   const std::string path = o.run_dir + "/breakdown.csv";
@@ -22,7 +26,7 @@ void Profiler::Impl::flush_csv() {
     if (!csv) throw std::runtime_error("instrument: cannot open " + path + " for writing; check run_dir permissions");
     if (fresh) {
       csv << "kind,epoch,first_step,last_step,steps,images,stage,count,mean_s,p50_s,p95_s,max_s,share,"
-             "images_per_s,gpu_util,cpu_percent,rss_mb,gpu_mem_mb,diagnosis,rank\n";
+             "images_per_s,gpu_util,cpu_percent,rss_mb,gpu_mem_mb,diagnosis,rank,tflops,mfu\n";
     }
   }
   csv << csv_buffer;
@@ -35,9 +39,10 @@ void Profiler::Impl::write_csv(const WindowSummary& w, const Diagnosis& d, bool 
   if (o.run_dir.empty()) return;
   auto row = [&](const StageSummary& s, const std::string& diag) {
     csv_buffer += fmt::format(
-        "{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},{:.3f},{:.1f},{:.1f},{:.1f},{:.1f},\"{}\",{}\n",
+        "{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},{:.3f},{:.1f},{:.1f},{:.1f},{:.1f},\"{}\",{},{:.4g},"
+        "{:.4g}\n",
         w.kind, w.epoch, w.first_step, w.last_step, w.steps, w.images, s.name, s.count, s.mean, s.p50, s.p95, s.max,
-        s.share, w.images_per_s, w.gpu_util, w.cpu_percent, w.rss_mb, w.gpu_mem_mb, diag, o.rank);
+        s.share, w.images_per_s, w.gpu_util, w.cpu_percent, w.rss_mb, w.gpu_mem_mb, diag, o.rank, w.tflops, w.mfu);
   };
   for (const auto& s : w.stages) {
     if (s.count > 0) row(s, s.per_epoch ? "per_epoch" : "");
@@ -71,7 +76,9 @@ nlohmann::json Profiler::Impl::to_json(const WindowSummary& w, const Diagnosis* 
                       {"gpu_mem_mb", na(w.gpu_mem_mb)},
                       {"peak_alloc_mb", na(w.peak_alloc_mb)},
                       {"cpu_percent", na(w.cpu_percent)},
-                      {"rss_mb", na(w.rss_mb)}};
+                      {"rss_mb", na(w.rss_mb)},
+                      {"tflops", na(w.tflops)},
+                      {"mfu", na(w.mfu)}};
   if (d != nullptr) {
     j["diagnosis"] = {{"bottleneck", to_string(d->bottleneck)}, {"reason", d->reason}, {"advice", d->advice},
                       {"data_share", d->data_share},           {"data_tail", d->data_tail},
@@ -103,6 +110,20 @@ void Profiler::Impl::write_summary(bool traced) {
       {"run", to_json(run, &d)},
       {"epochs", epochs_json},
       {"diagnosis", d.to_string()}};
+  if (o.train_flops_per_image > 0) {
+    j["mfu"] = {{"train_flops_per_image", o.train_flops_per_image},
+                {"peak_flops", o.peak_flops > 0 ? nlohmann::json(o.peak_flops) : nlohmann::json(nullptr)},
+                {"peak_source", o.peak_source},
+                {"run_mfu", na_json(run.mfu)},
+                {"run_tflops", na_json(run.tflops)}};
+  }
+  if (ops && ops->report()) {
+    const auto& r = *ops->report();
+    j["profile_ops"] = {{"first_step", r.first_step}, {"last_step", r.last_step}, {"steps", r.steps},
+                        {"collector", r.collector}, {"window_step_s", r.window_step_s},
+                        {"baseline_step_s", r.baseline_step_s}, {"postprocess_s", r.postprocess_s},
+                        {"files", {"ops.txt", "ops.csv", "ops_trace.json"}}};
+  }
   if (warmup) {  // measured: how much slower the first steps were than the steady ones
     const double steady = run.step.mean;
     j["warmup"] = {{"steps", warmup->steps},
@@ -176,7 +197,7 @@ void Profiler::record_ranks(const RankReport& r) {
     for (size_t k = 0; k < kRankFields.size(); ++k) {
       const double v = r.rows[i][k];
       const bool last = k + 1 == kRankFields.size();
-      m.csv_buffer += fmt::format("rank,{},{},{},{},,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{}\n", r.epoch,
+      m.csv_buffer += fmt::format("rank,{},{},{},{},,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,\n", r.epoch,
                                   r.first_step, r.last_step, steps, kRankFields[k], steps, v, v, v, v,
                                   step > 0 ? v / step : 0.0, last ? verdict : "", i);
     }

@@ -63,6 +63,7 @@ std::string format_window_line(const WindowSummary& w) {
   line += fmt::format("step: {}s, {:.1f} img/s, data-wait {:.0f}%, GPU {}", secs(w.step.mean), w.images_per_s,
                       100.0 * w.share("dataloader"), pct(w.gpu_util));
   if (w.cpu_percent >= 0) line += fmt::format(", CPU {:.0f}%", w.cpu_percent);
+  if (w.mfu >= 0) line += fmt::format(", MFU {:.1f}% ({:.3g} TFLOP/s)", 100.0 * w.mfu, w.tflops);
   return line;
 }
 
@@ -80,6 +81,10 @@ bool parse_window_line(const std::string& line, WindowSummary& out) {
   const std::string gpu = m[4].str();
   w.gpu_util = gpu == "n/a" ? -1.0 : std::stod(gpu.substr(0, gpu.size() - 1));
   if (m[6].matched) w.cpu_percent = std::stod(m[6].str());
+  static const std::regex mfu_re(R"(, MFU ([0-9.]+)% \(([0-9.eE+-]+) TFLOP/s\))");
+  std::smatch mm;
+  const std::string rest = m.suffix().str();
+  if (std::regex_search(rest, mm, mfu_re)) w.mfu = std::stod(mm[1].str()) / 100.0, w.tflops = std::stod(mm[2].str());
   const std::string head = line.substr(0, static_cast<size_t>(m.position(0)));
   for (auto it = std::sregex_iterator(head.begin(), head.end(), stage_re); it != std::sregex_iterator(); ++it) {
     StageSummary s;
@@ -106,6 +111,7 @@ std::string format_table(const WindowSummary& w) {
   if (w.rss_mb >= 0) t += fmt::format(", RSS {:.0f} MiB", w.rss_mb);
   if (w.gpu_mem_mb >= 0) t += fmt::format(", GPU mem {:.0f} MiB", w.gpu_mem_mb);
   if (w.peak_alloc_mb >= 0) t += fmt::format(", peak alloc {:.0f} MiB", w.peak_alloc_mb);
+  if (w.mfu >= 0) t += fmt::format(", MFU {:.1f}% ({:.3g} TFLOP/s)", 100.0 * w.mfu, w.tflops);
   t += "\n";
   t += fmt::format("{:<12} {:>7} {:>10} {:>10} {:>10} {:>10} {:>9}\n", "stage", "count", "mean", "p50", "p95", "max",
                    "% of step");

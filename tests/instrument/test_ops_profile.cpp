@@ -76,7 +76,7 @@ TEST(OpsProfile, CsvRoundTripsAndTraceParses) {
   auto r = aggregate_ops(events, {"loss"}, true);
   r.stages[0].timer_us = 95;
   const std::string dir = test::scratch_dir("ops_csv");
-  io::write_file(dir + "/ops.csv", ops_csv(r));
+  io::write_file_atomic(dir + "/ops.csv", ops_csv(r));
   const auto back = read_ops_csv(dir + "/ops.csv");
   EXPECT_EQ(back.steps, 1);
   EXPECT_EQ(back.first_step, 3);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "yolo11/instrument/diagnosis.h"
+#include "yolo11/instrument/ops_profile.h"
 #include "yolo11/instrument/stats.h"
 
 namespace yolo11::instrument {
@@ -21,6 +22,7 @@ struct AnalyzeResult {
   std::vector<Diagnosis> window_diagnoses;
   std::string report;                  ///< human-readable table + diagnosis
   bool warmup_only = false;            ///< no steady window: the warm-up window was analyzed (said in the report)
+  std::optional<OpsReport> ops;        ///< the run's ops.csv (profile_ops), when present; its top 10 are in the report
 };
 
 /// Window rows (kind "window") of a breakdown.csv. Throws std::runtime_error naming the file and line when

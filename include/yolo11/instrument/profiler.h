@@ -66,6 +66,13 @@ struct ProfilerOptions {
   bool profile_ops_shapes = false;  ///< group the operator table by input shape too (records shapes)
   bool profile_ops_memory = false;  ///< record allocator events: MiB allocated per stage
   int profile_ops_top = 20;         ///< rows of ops.txt
+  /// MFU (mfu.h): FLOPs of one training image, 3 × the forward FLOPs at imgsz; 0 → no MFU anywhere.
+  double train_flops_per_image = 0;
+  /// Peak FLOP/s for MFU; 0 → found at construction when train_flops_per_image > 0: the GPU table by NVML's device
+  /// name (bf16/fp16 with amp, else tf32), or on CPU the cached/measured micro-benchmark (bfloat16 with amp, else
+  /// float32). `peak_source` says which (filled in when found here).
+  double peak_flops = 0;
+  std::string peak_source;
   bool sync = false;  ///< CUDA: synchronize the device at every stage end (exact attribution, slower)
   bool cuda = false;  ///< training on a CUDA device: time GPU stages with CUDA events on the current stream
   int cuda_device = 0;       ///< device index for events, NVML and peak memory

@@ -30,6 +30,8 @@ struct WindowSummary {
   double peak_alloc_mb = -1;         ///< allocator peak device memory, MiB; −1 = n/a
   double cpu_percent = -1;           ///< mean process CPU % (100 = one core); −1 = n/a
   double rss_mb = -1;                ///< max resident set, MiB; −1 = n/a
+  double tflops = -1;                ///< achieved training TFLOP/s (FLOPs per image × img/s); −1 = n/a
+  double mfu = -1;                   ///< model FLOPs utilisation, tflops / peak (0..1); −1 = n/a
 
   /// The stage of that name, or nullptr.
   const StageSummary* find(const std::string& name) const;

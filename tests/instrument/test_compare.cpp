@@ -1,0 +1,88 @@
+// Run diff (yolo11-analyze A B): the tests' p-values against published examples, and two profiled runs where B has a
+// delay injected into one stage: exactly that stage is flagged, the settings diff names the changed key.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "golden.h"
+#include "yolo11/instrument/compare.h"
+#include "yolo11/instrument/profiler.h"
+#include "yolo11/io/file.h"
+
+namespace yolo11::instrument {
+namespace {
+
+TEST(Compare, WelchMatchesTheWikipediaExample) {
+  // Welch's t-test, Wikipedia "Welch's t-test", example 1: t = -2.46, ν ≈ 24.98, two-sided p = 0.021.
+  const std::vector<double> a = {27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4};
+  const std::vector<double> b = {27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4};
+  EXPECT_NEAR(welch_p(a, b), 0.021, 0.0015);
+  EXPECT_NEAR(welch_p(a, a), 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(welch_p({1.0}, {2.0, 3.0}), 1.0);  // too few samples: no evidence
+  EXPECT_LT(hedges_g(a, b), 0);
+  EXPECT_GT(-hedges_g(a, b), 0.8);  // a large effect
+}
+
+TEST(Compare, MannWhitneySeparatedAndIdenticalSamples) {
+  const std::vector<double> lo = {1, 2, 3, 4, 5, 6, 7, 8}, hi = {11, 12, 13, 14, 15, 16, 17, 18};
+  // U = 0, n1 = n2 = 8: z = (32 − 0.5) / √(64·17/12) = 3.31 → p = 0.00093
+  EXPECT_NEAR(mann_whitney_p(lo, hi), 0.00093, 0.0001);
+  EXPECT_NEAR(mann_whitney_p(lo, lo), 1.0, 1e-9);
+}
+
+TEST(Compare, SettingsDiffSkipsNameAndProject) {
+  const std::string d = test::scratch_dir("args");
+  io::write_file_atomic(d + "/a.yaml", "epochs: 3\nname: a\nworkers: 2 # comment\nbatch: 16\n");
+  io::write_file_atomic(d + "/b.yaml", "epochs: 3\nname: b\nworkers: 8\nbatch: 16\ncache: ram\n");
+  const auto s = diff_args(d + "/a.yaml", d + "/b.yaml");
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].first, "workers");
+  EXPECT_EQ(s[0].second.first, "2");
+  EXPECT_EQ(s[0].second.second, "8");
+  EXPECT_EQ(s[1].first, "cache");
+  EXPECT_EQ(s[1].second.first, "-");
+}
+
+// Steps whose stages do nothing but `loss`, which sleeps `loss_ms`; 40 steps in windows of 5.
+void run(const std::string& dir, int loss_ms, int workers) {
+  ProfilerOptions o;
+  o.level = Level::basic;
+  o.log_every = 5;
+  o.log_lines = false;
+  o.run_dir = dir;
+  Profiler p(o);
+  p.begin_epoch(0);
+  for (int64_t i = 0; i < 40; ++i) {
+    p.begin_step(i);
+    for (const char* n : {"dataloader", "h2d", "forward"}) auto s = p.stage(n);
+    {
+      auto s = p.stage("loss");
+      std::this_thread::sleep_for(std::chrono::milliseconds(loss_ms));
+    }
+    for (const char* n : {"backward", "optimizer", "ema"}) auto s = p.stage(n);
+    p.end_step(4);
+  }
+  (void)p.end_epoch();
+  p.finish();
+  io::write_file_atomic(dir + "/args.yaml", "epochs: 1\nname: x\nworkers: " + std::to_string(workers) + "\n");
+}
+
+TEST(Compare, InjectedDelayInOneStageFlagsExactlyThatStage) {
+  const std::string a = test::scratch_dir("run_a"), b = test::scratch_dir("run_b");
+  run(a, 2, 2);
+  run(b, 12, 4);  // +10 ms in loss only
+  const auto r = compare_runs(a, b);
+  EXPECT_EQ(r.flagged, std::vector<std::string>{"loss"}) << r.report;
+  EXPECT_NE(r.verdict.find("loss"), std::string::npos) << r.verdict;
+  EXPECT_NE(r.verdict.find("slower"), std::string::npos) << r.verdict;
+  EXPECT_NE(r.verdict.find("everything else unchanged"), std::string::npos) << r.verdict;
+  ASSERT_EQ(r.settings.size(), 1u);
+  EXPECT_EQ(r.settings[0].first, "workers");
+  const auto self = compare_runs(a, a);  // a run against itself: nothing
+  EXPECT_TRUE(self.flagged.empty()) << self.report;
+}
+
+}  // namespace
+}  // namespace yolo11::instrument
