@@ -167,8 +167,15 @@ void Profiler::Impl::write_summary(bool traced) {
     j["peak_alloc_mb"] = peak >= 0 ? nlohmann::json(static_cast<double>(peak) / (1024.0 * 1024.0)) : nullptr;
   }
   if (o.level == Level::full && traced) {
-    const std::string trace_path = o.run_dir + "/trace.json";
-    trace::write(trace_path, nlohmann::json({{"yolo11", {{"trace_steps", range(o.trace_steps)}}}}).dump());
+    const std::string trace_path =
+        o.run_dir + (o.world_size > 1 ? fmt::format("/trace_rank{}.json", o.rank) : std::string("/trace.json"));
+    trace::TraceMeta meta;
+    meta.process_name = o.world_size > 1 ? fmt::format("yolo11 rank {}", o.rank) : "yolo11";
+    meta.rank = o.rank;
+    meta.world_size = o.world_size;
+    meta.backend = o.dist_backend;
+    meta.device = o.device + (sampler->gpu_name().empty() ? "" : " " + sampler->gpu_name());
+    trace::write(trace_path, nlohmann::json({{"yolo11", {{"trace_steps", range(o.trace_steps)}}}}).dump(), meta);
     j["trace"] = trace_path;
   }
   io::write_file_atomic(o.run_dir + "/summary.json", j.dump(2));

@@ -144,7 +144,7 @@ void set_thread_name(const std::string& name) {
 
 int64_t event_count() { return registry().count.load(); }
 
-void write(const std::string& path, const std::string& other_data_json) {
+void write(const std::string& path, const std::string& other_data_json, const TraceMeta& meta) {
   Registry& r = registry();
   std::vector<std::shared_ptr<ThreadBuffer>> buffers;
   {
@@ -158,8 +158,13 @@ void write(const std::string& path, const std::string& other_data_json) {
   // Streamed as text (a DOM of a million events would need gigabytes); names are escaped through nlohmann.
   std::string out;
   out.reserve(1 << 20);
-  out += "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  out += fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":"yolo11"}}}})", pid);
+  out += "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  out += fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":{}}}}})", pid,
+                     nlohmann::json(meta.process_name).dump());
+  out += fmt::format(R"(,{{"name":"process_labels","ph":"M","pid":{},"tid":0,"args":{{"labels":{}}}}})", pid,
+                     nlohmann::json(fmt::format("rank {}{}{}", meta.rank, meta.device.empty() ? "" : ", ", meta.device)).dump());
+  out += fmt::format(R"(,{{"name":"process_sort_index","ph":"M","pid":{},"tid":0,"args":{{"sort_index":{}}}}})", pid,
+                     meta.rank);
   for (const auto& b : buffers) {
     std::vector<Event> copy;
     std::string name;
@@ -182,7 +187,7 @@ void write(const std::string& path, const std::string& other_data_json) {
         out += fmt::format(",\n{{\"name\":{},\"ph\":\"C\",\"ts\":{:.3f},\"pid\":{},\"tid\":{},\"args\":{{\"value\":{}}}}}", n,
                            us(e.ts_ns), pid, b->tid, std::isfinite(e.value) ? e.value : 0.0);
       } else {
-        out += fmt::format(",\n{{\"name\":{},\"cat\":\"yolo11\",\"ph\":\"X\",\"ts\":{:.3f},\"dur\":{:.3f},\"pid\":{},\"tid\":{}",
+        out += fmt::format(",\n{{\"name\":{},\"cat\":\"user_annotation\",\"ph\":\"X\",\"ts\":{:.3f},\"dur\":{:.3f},\"pid\":{},\"tid\":{}",
                            n, us(e.ts_ns), e.dur_ns / 1000.0, pid, b->tid);
         out += e.has_arg ? fmt::format(",\"args\":{{\"value\":{}}}}}", e.arg) : std::string("}");
       }
@@ -190,7 +195,8 @@ void write(const std::string& path, const std::string& other_data_json) {
   }
   nlohmann::json other = other_data_json.empty() ? nlohmann::json::object() : nlohmann::json::parse(other_data_json);
   other["dropped_events"] = r.dropped.load();
-  out += "\n],\n\"otherData\":" + other.dump() + "}\n";
+  const nlohmann::json dist = {{"rank", meta.rank}, {"world_size", meta.world_size}, {"backend", meta.backend}};
+  out += "\n],\n\"distributedInfo\":" + dist.dump() + ",\n\"otherData\":" + other.dump() + "}\n";
   io::write_file_atomic(path, out);
 }
 

@@ -118,7 +118,7 @@ TEST(Trace, TraceJsonIsValidNestedAndNamedAsSpecified) {
   for (const char* n : kStepStages) allowed.insert(n);
   for (const char* n : kEpochStages) allowed.insert(n);
   for (const char* n : kLoaderStages) allowed.insert(n);
-  std::set<std::string> steps, trainer_stages, loader_stages;
+  std::set<std::string> steps, trainer_stages, loader_stages, profiler_steps;
   int64_t trainer_tid = -1, loader_tid = -1;
   for (const auto& [tid, name] : thread_names) {
     if (name == "trainer") trainer_tid = tid;
@@ -130,6 +130,8 @@ TEST(Trace, TraceJsonIsValidNestedAndNamedAsSpecified) {
     for (const Ev& e : evs) {
       if (e.name.rfind("step ", 0) == 0) {
         steps.insert(e.name);
+      } else if (e.name.rfind("ProfilerStep#", 0) == 0) {
+        profiler_steps.insert(e.name);
       } else if (e.name.rfind("epoch ", 0) != 0) {
         EXPECT_TRUE(allowed.count(e.name)) << "unexpected event name '" << e.name << "'";
       }
@@ -138,6 +140,10 @@ TEST(Trace, TraceJsonIsValidNestedAndNamedAsSpecified) {
     }
   }
   EXPECT_EQ(steps, (std::set<std::string>{"step 1", "step 2", "step 3"}));  // trace_steps 1:100, 4 steps run
+  // HTA / Kineto consumers: iterations as ProfilerStep#N, distributedInfo, process labels.
+  EXPECT_EQ(profiler_steps, (std::set<std::string>{"ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"}));
+  EXPECT_EQ(doc.at("distributedInfo").at("rank"), 0);
+  EXPECT_EQ(doc.at("distributedInfo").at("world_size"), 1);
   for (const char* n : kStepStages) EXPECT_TRUE(trainer_stages.count(n)) << n;
   for (const char* n : kEpochStages) EXPECT_TRUE(trainer_stages.count(n)) << n;
   EXPECT_TRUE(trainer_stages.count("epoch 0"));

@@ -73,6 +73,8 @@ struct ProfilerOptions {
   /// float32). `peak_source` says which (filled in when found here).
   double peak_flops = 0;
   std::string peak_source;
+  int rank = 0, world_size = 1;  ///< DDP: trace.json's distributedInfo; rank R > 0 or world > 1 → trace_rank{R}.json
+  std::string dist_backend;       ///< "gloo" | "nccl" | "" (not distributed)
   bool sync = false;  ///< CUDA: synchronize the device at every stage end (exact attribution, slower)
   bool cuda = false;  ///< training on a CUDA device: time GPU stages with CUDA events on the current stream
   int cuda_device = 0;       ///< device index for events, NVML and peak memory

@@ -32,9 +32,19 @@ void counter(const char* name, double value, int64_t ts_ns);
 void set_thread_name(const std::string& name);
 /// Number of events recorded so far (all threads).
 int64_t event_count();
-/// Writes {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}} atomically to `path`.
-/// `other_data_json` must be a JSON object text (or empty). Throws std::runtime_error on I/O failure.
-void write(const std::string& path, const std::string& other_data_json = "");
+/// What Holistic Trace Analysis / Kineto consumers read besides the events (docs/instrument.md "HTA / Perfetto").
+struct TraceMeta {
+  std::string process_name = "yolo11";  ///< the process track's name ("yolo11 rank R" in DDP)
+  int rank = 0, world_size = 1;         ///< distributedInfo
+  std::string backend;                  ///< distributedInfo.backend ("gloo", "nccl"; "" = not distributed)
+  std::string device;                   ///< process_labels, e.g. "cpu" or "cuda:0 NVIDIA H200"
+};
+/// Writes {"schemaVersion": 1, "traceEvents": [...], "displayTimeUnit": "ms", "distributedInfo": {...},
+/// "otherData": {...}} atomically to `path`: X events have cat "user_annotation" (our stages, "step N" and
+/// "ProfilerStep#N", as torch.profiler names its steps), M events name the process (with process_labels and
+/// process_sort_index = rank) and each thread. `other_data_json` must be a JSON object text (or empty).
+/// Throws std::runtime_error on I/O failure.
+void write(const std::string& path, const std::string& other_data_json = "", const TraceMeta& meta = {});
 /// Drops every recorded event (thread names are kept) and stops recording.
 void clear();
 
