@@ -198,6 +198,7 @@ void setup_instrumentation(Run& r) {
   if (!cfg.profile_ops.empty()) po.profile_ops = std::make_pair(cfg.profile_ops.start, cfg.profile_ops.stop);
   po.profile_ops_shapes = cfg.profile_ops_shapes;
   po.profile_ops_memory = cfg.profile_ops_memory;
+  po.nvtx_ops = cfg.nvtx_ops;
   po.sync = cfg.sync;
   po.rank = static_cast<int>(r.denv.rank);
   po.world_size = static_cast<int>(r.denv.world);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "nvtx.h"
+#include "nvtx_ops.h"
 #include "profiler_impl.h"
 #include "yolo11/compat.h"
 #include "yolo11/instrument/mfu.h"
@@ -286,6 +287,10 @@ Profiler::Profiler(ProfilerOptions opts) : impl_(std::make_unique<Impl>()) {
                  "CPU-only build",
                  o.profile_steps->first, o.profile_steps->second);
   }
+  if (o.nvtx_ops) {
+    if (nvtx::ops_start()) spdlog::info("instrument: nvtx_ops: an NVTX range per operator, nested in the stage ranges");
+    else spdlog::warn("instrument: nvtx_ops=true needs NVTX3 headers at build time (see docs/nsight.md); ignored");
+  }
   if (o.profile_ops) {
     OpsProfileOptions oo;
     oo.start = o.profile_ops->first;
@@ -490,6 +495,7 @@ void Profiler::finish() {
   m.close_epoch_range(now_ns());
   m.finished = true;
   if (m.ops) m.ops->finish();
+  if (m.o.nvtx_ops) nvtx::ops_stop();
   const bool traced = trace::recording() || trace::event_count() > 0;
   trace::set_recording(false);
   if (m.profiling) {

@@ -1,6 +1,9 @@
 // NVTX ranges without a GPU: the test injection library records every push/pop/start/end, and the stage
 // names must come out in exactly the nesting a training step produces.
 #include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
 
 #include <string>
 #include <thread>
@@ -95,6 +98,39 @@ TEST(Nvtx, LoaderThreadRangesNestOnTheirOwnThread) {
   bool named = false;
   for (const auto& r : records) named |= r.kind == "name_thread" && r.message == "loader 0" && r.tid == worker_tid;
   EXPECT_TRUE(named) << "nvtxNameOsThread(\"loader 0\") not recorded for the worker thread";
+}
+
+TEST(Nvtx, NvtxOpsNestOperatorRangesInsideTheStageRanges) {
+  require_injection();
+  if (testing::Test::IsSkipped() || testing::Test::HasFatalFailure()) return;
+  ProfilerOptions o;
+  o.level = Level::basic;
+  o.log_every = 10;
+  o.log_lines = false;
+  o.nvtx_ops = true;
+  Profiler prof(o);
+  test::nvtx_clear_recording();
+  prof.begin_step(0);
+  {
+    auto s = prof.stage("forward");
+    auto y = torch::relu(torch::ones({4}));
+  }
+  prof.end_step(1);
+  prof.finish();  // removes the observer: no operator range after this
+  (void)torch::relu(torch::ones({4}));
+  const auto seq = nvtx_sequence(nvtx_recording(), test::this_thread_tid());
+  // +step 0, +forward, then operator ranges (aten::ones ... aten::relu ...), -forward, -step 0
+  ASSERT_GE(seq.size(), 6u);
+  EXPECT_EQ(seq[0], "+step 0");
+  EXPECT_EQ(seq[1], "+forward");
+  EXPECT_EQ(seq[seq.size() - 2], "-forward");
+  EXPECT_EQ(seq.back(), "-step 0");
+  const std::vector<std::string> inner(seq.begin() + 2, seq.end() - 2);
+  EXPECT_NE(std::find(inner.begin(), inner.end(), "+aten::relu"), inner.end()) << ::testing::PrintToString(seq);
+  EXPECT_NE(std::find(inner.begin(), inner.end(), "+aten::ones"), inner.end()) << ::testing::PrintToString(seq);
+  int depth = 0;  // operator ranges balance inside forward
+  for (const auto& s : inner) depth += s[0] == '+' ? 1 : -1, EXPECT_GE(depth, 0);
+  EXPECT_EQ(depth, 0);
 }
 
 TEST(Nvtx, LevelOffEmitsNoRanges) {

@@ -91,6 +91,7 @@ struct TrainConfig {
   StepRange profile_ops;             ///< operator profile window (ops.txt, ops.csv, ops_trace.json); empty = none
   bool profile_ops_shapes = false;   ///< operator table also grouped by input shape
   bool profile_ops_memory = false;   ///< operator profile records allocations (MiB per stage)
+  bool nvtx_ops = false;             ///< an NVTX range per operator, nested in the stage ranges (Nsight)
   bool sync = false;
   std::string datasets_dir = "datasets";
   bool tensorboard = false;          ///< write runs/train/<name>/events.out.tfevents.* (engine/loggers.h)

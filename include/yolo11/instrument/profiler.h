@@ -75,6 +75,9 @@ struct ProfilerOptions {
   std::string peak_source;
   int rank = 0, world_size = 1;  ///< DDP: trace.json's distributedInfo; rank R > 0 or world > 1 → trace_rank{R}.json
   std::string dist_backend;       ///< "gloo" | "nccl" | "" (not distributed)
+  /// NVTX range per operator (and autograd node) in domain "yolo11", nested under the stage ranges, from
+  /// construction to finish(), on the constructing (trainer) thread; needs NVTX3 at build time, else logged and ignored.
+  bool nvtx_ops = false;
   bool sync = false;  ///< CUDA: synchronize the device at every stage end (exact attribution, slower)
   bool cuda = false;  ///< training on a CUDA device: time GPU stages with CUDA events on the current stream
   int cuda_device = 0;       ///< device index for events, NVML and peak memory
