@@ -128,6 +128,13 @@ Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const Diagn
     d.bottleneck = Bottleneck::compute;
     d.reason = fmt::format("forward+loss+backward {:.0f}% of step{}", 100.0 * d.compute_share, gpu);
     d.advice = compute_advice(d, ctx, t);
+    if (d.gpu_util >= t.gpu_busy && w.sm_active >= 0 && w.sm_active < t.sm_active_low) {
+      // nvidia-smi's util counts time with any kernel resident; GPM's SM activity says how many SMs worked.
+      d.reason += fmt::format(", but SM active only {:.0f}%", w.sm_active);
+      d.advice = fmt::format("GPU util {:.0f}% but SMs active {:.0f}%: launch-bound (many tiny kernels) → try batch={} "
+                             "→ {} (more work per kernel){}",
+                             d.gpu_util, w.sm_active, ctx.batch, 2 * ctx.batch, ctx.amp ? "" : ", amp=False → amp=True");
+    }
   } else {
     d.bottleneck = Bottleneck::balanced;
     d.reason = fmt::format("data wait {:.0f}%, compute {:.0f}%, optimizer/sync {:.0f}% of step{}",

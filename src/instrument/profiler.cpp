@@ -127,6 +127,10 @@ WindowSummary Profiler::Impl::summarize(const std::string& kind, const Accum& a,
     w.peak_alloc_mb = g.peak_alloc_mb;
     w.cpu_percent = g.cpu_percent;
     w.rss_mb = g.rss_mb;
+    w.sm_active = g.sm_active;
+    w.sm_occupancy = g.sm_occupancy;
+    w.tensor_active = g.tensor_active;
+    w.dram_bw = g.dram_bw;
   }
   if (const auto u = instrument::mfu(o.train_flops_per_image, w.images_per_s, o.peak_flops)) {
     w.mfu = *u;

@@ -77,6 +77,10 @@ nlohmann::json Profiler::Impl::to_json(const WindowSummary& w, const Diagnosis* 
                       {"peak_alloc_mb", na(w.peak_alloc_mb)},
                       {"cpu_percent", na(w.cpu_percent)},
                       {"rss_mb", na(w.rss_mb)},
+                      {"sm_active", na(w.sm_active)},
+                      {"sm_occupancy", na(w.sm_occupancy)},
+                      {"tensor_active", na(w.tensor_active)},
+                      {"dram_bw", na(w.dram_bw)},
                       {"tflops", na(w.tflops)},
                       {"mfu", na(w.mfu)}};
   if (d != nullptr) {

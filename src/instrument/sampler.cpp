@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -66,7 +67,35 @@ struct Nvml::Api {
   int (*memory)(Device, Memory*) = nullptr;
   int (*clock)(Device, int, unsigned int*) = nullptr;
   int (*power)(Device, unsigned int*) = nullptr;
+  // GPM (GPU Performance Monitoring, Hopper and later; nvml.h ≥ 11.8): metrics between two device samples.
+  using GpmSample = void*;
+  struct GpmSupport {
+    unsigned int version, supported;  // NVML_GPM_SUPPORT_VERSION = 1
+  };
+  struct GpmMetric {
+    unsigned int id;
+    int ret;
+    double value;
+    struct {
+      char *short_name, *long_name, *unit;
+    } info;
+  };
+  struct GpmMetricsGet {
+    unsigned int version, num;  // NVML_GPM_METRICS_GET_VERSION = 1
+    GpmSample sample1, sample2;
+    GpmMetric metrics[98];      // NVML_GPM_METRIC_MAX; only `num` are read and written
+  };
+  int (*gpm_support)(Device, GpmSupport*) = nullptr;
+  int (*gpm_alloc)(GpmSample*) = nullptr;
+  int (*gpm_free)(GpmSample) = nullptr;
+  int (*gpm_get)(Device, GpmSample) = nullptr;
+  int (*gpm_metrics)(GpmMetricsGet*) = nullptr;
+  GpmSample gpm[2] = {nullptr, nullptr};
+  int gpm_cur = 0;
+  bool gpm_on = false, gpm_primed = false;
   ~Api() {
+    for (GpmSample s : gpm)
+      if (s != nullptr && gpm_free != nullptr) gpm_free(s);
     if (shutdown != nullptr) shutdown();
     if (lib != nullptr) dlclose(lib);
   }
@@ -100,7 +129,9 @@ std::string cuda_pci_bus_id(int ordinal) {
 
 std::unique_ptr<Nvml> Nvml::open(int cuda_device) {
   auto api = std::make_unique<Api>();
-  api->lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+  // YOLO11_NVML_LIBRARY: another NVML (tests load a fake one; unusual installs a full path).
+  const char* lib_env = std::getenv("YOLO11_NVML_LIBRARY");
+  api->lib = dlopen(lib_env != nullptr && *lib_env ? lib_env : "libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
   if (api->lib == nullptr) {
     spdlog::debug("instrument: NVML not loaded ({}); GPU utilisation n/a", dlerror());
     return nullptr;
@@ -130,6 +161,17 @@ std::unique_ptr<Nvml> Nvml::open(int cuda_device) {
       return nullptr;
     }
   }
+  if (load_symbol(api->lib, "nvmlGpmQueryDeviceSupport", api->gpm_support) &&
+      load_symbol(api->lib, "nvmlGpmSampleAlloc", api->gpm_alloc) && load_symbol(api->lib, "nvmlGpmSampleFree", api->gpm_free) &&
+      load_symbol(api->lib, "nvmlGpmSampleGet", api->gpm_get) && load_symbol(api->lib, "nvmlGpmMetricsGet", api->gpm_metrics)) {
+    Api::GpmSupport sup{1, 0};
+    if (api->gpm_support(dev, &sup) == 0 && sup.supported != 0 && api->gpm_alloc(&api->gpm[0]) == 0 &&
+        api->gpm_alloc(&api->gpm[1]) == 0) {
+      api->gpm_on = true;
+    } else {
+      spdlog::debug("instrument: NVML GPM not supported on this device (Hopper and later); SM activity n/a");
+    }
+  }
   std::unique_ptr<Nvml> n(new Nvml());
   n->device_ = dev;
   if (api->name != nullptr) {
@@ -141,6 +183,8 @@ std::unique_ptr<Nvml> Nvml::open(int cuda_device) {
 }
 
 Nvml::~Nvml() = default;
+
+bool Nvml::has_gpm() const { return api_->gpm_on; }
 
 bool Nvml::read(Sample& s) const {
   bool any = false;
@@ -160,6 +204,25 @@ bool Nvml::read(Sample& s) const {
   if (api_->power != nullptr) {
     unsigned int mw = 0;
     if (api_->power(device_, &mw) == 0) s.power_w = mw / 1000.0, any = true;
+  }
+  if (api_->gpm_on && api_->gpm_get(device_, api_->gpm[api_->gpm_cur]) == 0) {  // metrics since the previous reading
+    if (api_->gpm_primed) {
+      Api::GpmMetricsGet g{};
+      g.version = 1;
+      g.num = 4;
+      g.sample1 = api_->gpm[1 - api_->gpm_cur];
+      g.sample2 = api_->gpm[api_->gpm_cur];
+      // NVML_GPM_METRIC_SM_UTIL 2, SM_OCCUPANCY 3, ANY_TENSOR_UTIL 5, DRAM_BW_UTIL 10 (all 0-100 %)
+      const unsigned int ids[4] = {2, 3, 5, 10};
+      double* out[4] = {&s.sm_active, &s.sm_occupancy, &s.tensor_active, &s.dram_bw};
+      for (unsigned int i = 0; i < 4; ++i) g.metrics[i].id = ids[i];
+      if (api_->gpm_metrics(&g) == 0) {
+        for (unsigned int i = 0; i < 4; ++i)
+          if (g.metrics[i].ret == 0) *out[i] = g.metrics[i].value, any = true;
+      }
+    }
+    api_->gpm_primed = true;
+    api_->gpm_cur = 1 - api_->gpm_cur;
   }
   return any;
 }
@@ -216,6 +279,8 @@ Sample Sampler::sample_now() {
     if (s.rss_mb >= 0) trace::counter("RSS MiB", s.rss_mb, s.t_ns);
     if (s.gpu_util >= 0) trace::counter("GPU %", s.gpu_util, s.t_ns);
     if (s.gpu_mem_mb >= 0) trace::counter("GPU memory MiB", s.gpu_mem_mb, s.t_ns);
+    if (s.sm_active >= 0) trace::counter("SM active %", s.sm_active, s.t_ns);
+    if (s.tensor_active >= 0) trace::counter("tensor active %", s.tensor_active, s.t_ns);
     if (s.queue_depth >= 0) trace::counter("queue depth", s.queue_depth, s.t_ns);
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -270,6 +335,10 @@ SampleAggregate Sampler::aggregate(int64_t t0_ns, int64_t t1_ns) const {
                     (static_cast<double>(in.back()->t_ns - in.front()->t_ns) * 1e-9);
   }
   a.gpu_util = mean(&Sample::gpu_util);
+  a.sm_active = mean(&Sample::sm_active);
+  a.sm_occupancy = mean(&Sample::sm_occupancy);
+  a.tensor_active = mean(&Sample::tensor_active);
+  a.dram_bw = mean(&Sample::dram_bw);
   a.sm_clock_mhz = mean(&Sample::sm_clock_mhz);
   a.power_w = mean(&Sample::power_w);
   a.rss_mb = max(&Sample::rss_mb);

@@ -64,6 +64,7 @@ std::string format_window_line(const WindowSummary& w) {
                       100.0 * w.share("dataloader"), pct(w.gpu_util));
   if (w.cpu_percent >= 0) line += fmt::format(", CPU {:.0f}%", w.cpu_percent);
   if (w.mfu >= 0) line += fmt::format(", MFU {:.1f}% ({:.3g} TFLOP/s)", 100.0 * w.mfu, w.tflops);
+  if (w.sm_active >= 0) line += fmt::format(", SM active {:.0f}%", w.sm_active);
   return line;
 }
 
@@ -112,6 +113,9 @@ std::string format_table(const WindowSummary& w) {
   if (w.gpu_mem_mb >= 0) t += fmt::format(", GPU mem {:.0f} MiB", w.gpu_mem_mb);
   if (w.peak_alloc_mb >= 0) t += fmt::format(", peak alloc {:.0f} MiB", w.peak_alloc_mb);
   if (w.mfu >= 0) t += fmt::format(", MFU {:.1f}% ({:.3g} TFLOP/s)", 100.0 * w.mfu, w.tflops);
+  if (w.sm_active >= 0)
+    t += fmt::format(", SM active {:.0f}%, SM occupancy {:.0f}%, tensor active {:.0f}%, DRAM bw {:.0f}%", w.sm_active,
+                     w.sm_occupancy, w.tensor_active, w.dram_bw);
   t += "\n";
   t += fmt::format("{:<12} {:>7} {:>10} {:>10} {:>10} {:>10} {:>9}\n", "stage", "count", "mean", "p50", "p95", "max",
                    "% of step");

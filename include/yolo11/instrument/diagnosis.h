@@ -19,6 +19,8 @@ struct DiagnosisThresholds {
   double optimizer_share = 0.30;  ///< h2d + optimizer + ema ≥ this share → optimizer/sync-bound
   double compute_share = 0.70;    ///< forward + loss + backward ≥ this share → compute-bound ...
   double gpu_busy = 80.0;         ///< ... on GPU also when util ≥ this % (below it: under-filled GPU)
+  /// NVML GPM: a GPU "busy" (util ≥ gpu_busy) with SM activity under this % is launch-bound (tiny kernels).
+  double sm_active_low = 50.0;
 };
 
 /// The settings the advice quotes back.

@@ -26,6 +26,9 @@ struct Sample {
   double power_w = -1;          ///< NVML board power, W
   double peak_alloc_mb = -1;    ///< caching-allocator peak of this process, MiB (CUDA builds)
   double queue_depth = -1;      ///< last value given to set_queue_depth
+  /// NVML GPM (Hopper and later), % over the time since the previous reading: SMs with a warp resident, warps
+  /// resident vs the SMs' maximum, SMs issuing tensor-core instructions, DRAM bandwidth vs its peak.
+  double sm_active = -1, sm_occupancy = -1, tensor_active = -1, dram_bw = -1;
 };
 
 /// Means/maxima of the samples in a time span; −1 where n/a.
@@ -35,6 +38,7 @@ struct SampleAggregate {
   /// mean; memory: max.
   double cpu_percent = -1, rss_mb = -1, gpu_util = -1, gpu_mem_mb = -1, sm_clock_mhz = -1, power_w = -1,
          peak_alloc_mb = -1;
+  double sm_active = -1, sm_occupancy = -1, tensor_active = -1, dram_bw = -1;  ///< GPM means, %
 };
 
 /// Process CPU time (user + system) from /proc/self/stat, seconds; −1 when unreadable.
@@ -42,7 +46,7 @@ double process_cpu_seconds();
 /// Resident set from /proc/self/statm, MiB; −1 when unreadable.
 double process_rss_mb();
 
-/// NVML through dlopen. open() returns nullptr (and logs why at debug level) when the library or the device
+/// NVML through dlopen (libnvidia-ml.so.1, or $YOLO11_NVML_LIBRARY when set). open() returns nullptr (and logs why at debug level) when the library or the device
 /// is unavailable. The CUDA ordinal is mapped to the NVML device by PCI bus id when libcuda is loadable.
 class Nvml {
  public:
@@ -51,6 +55,9 @@ class Nvml {
   /// Fills the gpu_* / sm_clock / power fields of `s`; false when every query failed.
   bool read(Sample& s) const;
   const std::string& device_name() const { return name_; }
+  /// GPM metrics available (the device supports them: Hopper and later, driver ≥ 520); read() then fills sm_active,
+  /// sm_occupancy, tensor_active, dram_bw from its second call on.
+  bool has_gpm() const;
 
  private:
   Nvml() = default;

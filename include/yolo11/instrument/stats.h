@@ -30,6 +30,7 @@ struct WindowSummary {
   double peak_alloc_mb = -1;         ///< allocator peak device memory, MiB; −1 = n/a
   double cpu_percent = -1;           ///< mean process CPU % (100 = one core); −1 = n/a
   double rss_mb = -1;                ///< max resident set, MiB; −1 = n/a
+  double sm_active = -1, sm_occupancy = -1, tensor_active = -1, dram_bw = -1;  ///< NVML GPM means, %; −1 = n/a
   double tflops = -1;                ///< achieved training TFLOP/s (FLOPs per image × img/s); −1 = n/a
   double mfu = -1;                   ///< model FLOPs utilisation, tflops / peak (0..1); −1 = n/a
 
