@@ -28,6 +28,16 @@ constexpr GpuPeak kGpuPeaks[] = {
     {"L40S", 362, 183, 91.6},  {"L4", 121, 60, 30.3},       {"A10", 125, 62.5, 31.2}, {"RTX 4090", 165, 82.6, 82.6},
     {"RTX 3090", 71, 35.6, 35.6}, {"V100", 125, -1, 15.7},  {"T4", 65, -1, 8.1}};
 
+// Sanitizer builds measure (and so cache) under their own key.
+constexpr const char* kBuildFlavor =
+#if defined(__SANITIZE_THREAD__)
+    " | tsan";
+#elif defined(__SANITIZE_ADDRESS__)
+    " | asan";
+#else
+    "";
+#endif
+
 std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
   for (std::string l; std::getline(f, l);) {
@@ -79,7 +89,8 @@ CpuPeak cpu_peak_flops(const std::string& dtype, int threads, bool use_cache) {
   p.dtype = dtype;
   p.threads = threads > 0 ? threads : at::get_num_threads();
   p.cpu = cpu_model();
-  const std::string key = fmt::format("{} | {} threads | {} | torch {}", p.cpu, p.threads, dtype, TORCH_VERSION);
+  const std::string key =
+      fmt::format("{} | {} threads | {} | torch {}{}", p.cpu, p.threads, dtype, TORCH_VERSION, kBuildFlavor);
   const std::filesystem::path path = std::filesystem::path(io::user_cache_dir()) / "cpu_peak.json";
   nlohmann::json cache = nlohmann::json::object();
   if (std::filesystem::exists(path)) {

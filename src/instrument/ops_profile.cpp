@@ -8,6 +8,7 @@
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
