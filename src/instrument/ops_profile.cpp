@@ -170,7 +170,8 @@ void OpsProfiler::stop() {
     }
   }
   std::vector<std::string> names(kStepStages.begin(), kStepStages.end());
-  for (const char* n : {"allreduce", "val", "checkpoint", "log"}) names.emplace_back(n);
+  static const std::string kOther[] = {"allreduce", "val", "checkpoint", "log"};
+  names.insert(names.end(), std::begin(kOther), std::end(kOther));
   for (const auto& [n, s] : impl_->timers)
     if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
   OpsReport r = aggregate_ops(ev, names, o_.shapes);

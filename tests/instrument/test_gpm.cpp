@@ -6,6 +6,7 @@
 
 #include "yolo11/instrument/diagnosis.h"
 #include "yolo11/instrument/sampler.h"
+#include "yolo11/instrument/stats.h"
 
 namespace yolo11::instrument {
 namespace {
