@@ -129,7 +129,10 @@ TEST(Nvtx, NvtxOpsNestOperatorRangesInsideTheStageRanges) {
   EXPECT_NE(std::find(inner.begin(), inner.end(), "+aten::relu"), inner.end()) << ::testing::PrintToString(seq);
   EXPECT_NE(std::find(inner.begin(), inner.end(), "+aten::ones"), inner.end()) << ::testing::PrintToString(seq);
   int depth = 0;  // operator ranges balance inside forward
-  for (const auto& s : inner) depth += s[0] == '+' ? 1 : -1, EXPECT_GE(depth, 0);
+  for (const auto& s : inner) {
+    depth += s[0] == '+' ? 1 : -1;
+    EXPECT_GE(depth, 0);
+  }
   EXPECT_EQ(depth, 0);
 }
 
