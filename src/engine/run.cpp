@@ -200,7 +200,6 @@ void setup_instrumentation(Run& r) {
   po.profile_ops_memory = cfg.profile_ops_memory;
   po.nvtx_ops = cfg.nvtx_ops;
   po.sync = cfg.sync;
-  po.rank = static_cast<int>(r.denv.rank);
   po.world_size = static_cast<int>(r.denv.world);
   if (r.pg->active()) po.dist_backend = r.pg->backend();
   po.train_flops_per_image = 3.0 * r.net->gflops(cfg.imgsz) * 1e9;  // MFU: forward + backward ≈ 3 × forward

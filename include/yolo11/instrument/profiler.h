@@ -73,8 +73,8 @@ struct ProfilerOptions {
   /// float32). `peak_source` says which (filled in when found here).
   double peak_flops = 0;
   std::string peak_source;
-  int rank = 0, world_size = 1;  ///< DDP: trace.json's distributedInfo; rank R > 0 or world > 1 → trace_rank{R}.json
-  std::string dist_backend;       ///< "gloo" | "nccl" | "" (not distributed)
+  int world_size = 1;         ///< DDP world (trace.json's distributedInfo; world > 1 → trace_rank{rank}.json)
+  std::string dist_backend;  ///< "gloo" | "nccl" | "" (not distributed)
   /// NVTX range per operator (and autograd node) in domain "yolo11", nested under the stage ranges, from
   /// construction to finish(), on the constructing (trainer) thread; needs NVTX3 at build time, else logged and ignored.
   bool nvtx_ops = false;
