@@ -223,7 +223,7 @@ void Profiler::record_loader(int64_t epoch, const std::vector<LoaderPartRow>& pa
   for (const auto& p : parts) {
     if (p.count == 0) continue;
     const double mean = p.total_s / static_cast<double>(p.count);
-    impl_->csv_buffer += fmt::format("loader,{},-1,-1,-1,,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{}\n",
+    impl_->csv_buffer += fmt::format("loader,{},-1,-1,-1,,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,\n",
                                      epoch, p.name, p.count, mean, p.p50_s, p.p95_s, p.p95_s, p.share,
                                      p.name == "other" ? n : "", impl_->o.rank);
   }
