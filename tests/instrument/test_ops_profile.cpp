@@ -98,7 +98,7 @@ TEST(OpsProfile, CsvRoundTripsAndTraceParses) {
   EXPECT_EQ(ops, 2);
 }
 
-// A yolo11n training step at 64 px under the Profiler, steps 1-2 profiled: the three files, convolutions on top,
+// A yolo11n training step at 128 px under the Profiler, steps 1-2 profiled: the three files, convolutions on top,
 // and per stage the operators' self time agrees with our stage timer. Tolerance (stated in docs/instrument.md): the
 // ops' self time covers the stage timer to within 25 % + 2 ms per step (forward, backward) and 60 % + 2 ms (loss,
 // which runs host-side code between small operators); it never exceeds the profiler's own scope time.
@@ -108,7 +108,7 @@ TEST(OpsProfile, YoloStepWindowWritesFilesConvolutionsLeadAndStagesAddUp) {
   model::YOLO net(model::ModelOptions{"configs/models/yolo11.yaml", "n", 3, true});
   net->train();
   loss::DetectionLoss crit(3, net->strides());
-  auto x = torch::rand({2, 3, 64, 64});
+  auto x = torch::rand({2, 3, 128, 128});
   auto bidx = torch::tensor({0, 1}, torch::kLong), cls = torch::tensor({0, 2}, torch::kLong);
   auto boxes = torch::tensor({{0.5, 0.5, 0.3, 0.3}, {0.4, 0.6, 0.2, 0.4}}, torch::kFloat);
   ProfilerOptions o;
