@@ -251,7 +251,28 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(int_key("epochs", &C::epochs, 1, 1e9));
     t.push_back(opt_float_key("time", &C::time, 0, kInf, true));
     t.push_back(int_key("patience", &C::patience, 0, 1e9));
-    t.push_back(int_key("batch", &C::batch, 1, 1e6, " (AutoBatch, batch -1 or a fraction, is not supported)"));
+    // batch: an integer >= 1, or AutoBatch as Ultralytics: -1 (60 % of device memory) or a fraction in (0, 1).
+    t.push_back({"batch",
+                 [](C& c, const Raw& v, const std::string& where) {
+                   need_scalar("batch", where, v, "an integer");
+                   const std::string expect = "expected an integer in [1, 1000000], -1 (AutoBatch, 60% of device memory) "
+                                              "or a fraction in (0, 1) (AutoBatch at that fraction)";
+                   if (v.is_null) bad_value("batch", where, v, "is not an integer; " + expect);
+                   if (auto i = parse_int(v.text)) {
+                     if (*i == -1) {
+                       c.batch = 16, c.batch_fraction = 0.6;  // 16 until resolved: Ultralytics' CPU default
+                       return;
+                     }
+                     if (*i < 1 || *i > 1000000) bad_value("batch", where, v, "is out of range; " + expect);
+                     c.batch = *i, c.batch_fraction = 0.0;
+                     return;
+                   }
+                   auto x = parse_float(v.text);
+                   if (!x) bad_value("batch", where, v, "is not an integer; " + expect);
+                   if (!(*x > 0.0 && *x < 1.0)) bad_value("batch", where, v, "is out of range; " + expect);
+                   c.batch = 16, c.batch_fraction = *x;
+                 },
+                 [](const C& c) { return c.batch_fraction > 0 ? float_node(c.batch_fraction) : YAML::Node(c.batch); }});
     // imgsz: integer >= 32; rounded up to a multiple of 32 (max stride) with a warning, as Ultralytics does.
     t.push_back({"imgsz",
                  [](C& c, const Raw& v, const std::string& where) {
@@ -411,6 +432,8 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(bool_key("tensorboard", &C::tensorboard));
     t.push_back(int_key("metrics_port", &C::metrics_port, 0, 65535, " (0 = off)"));
     t.push_back(str_key("metrics_host", &C::metrics_host));
+    t.push_back(int_key("max_steps", &C::max_steps, 0, 1e12, " (0 = off)"));
+    t.push_back(bool_key("synthetic_data", &C::synthetic_data));
     return t;
   }();
   return table;

@@ -14,6 +14,7 @@
 
 #include "yolo11/build_info.h"
 #include "yolo11/compat.h"
+#include "yolo11/engine/autobatch.h"
 #include "yolo11/data/plots.h"
 #include "yolo11/engine/checkpoint.h"
 #include "yolo11/engine/data_setup.h"
@@ -253,6 +254,7 @@ std::unique_ptr<Run> build_run(config::TrainConfig& cfg, const Callbacks& callba
   Run& r = *run;
   r.hooks = std::move(hooks);
   setup_environment(r, callbacks);
+  if (const std::string line = resolve_batch(cfg, cfg.device); !line.empty()) spdlog::warn("{}", line);  // batch=-1
   setup_data(r);
   setup_model(r);
   setup_optimization(r);

@@ -89,6 +89,11 @@ TrainSummary Trainer::train() {
   for (r.epoch = r.start_epoch; r.epoch < cfg_.epochs; ++r.epoch) {
     train_epoch();
     if (stopped_mid_epoch()) break;
+    if (max_steps_reached()) {  // benchmarks (yolo11-sweep): the cut epoch gets its table, no validation or checkpoint
+      spdlog::info("{}", r.prof->end_epoch());
+      spdlog::info("max_steps={} reached: stopped without validation or checkpoint", cfg_.max_steps);
+      break;
+    }
     validate_and_save();
     if (r.stop) break;
   }
@@ -122,14 +127,14 @@ void Trainer::train_epoch() {
     r.train_loader->close_mosaic();
     r.mosaic_closed = true;
   }
-  r.train_loader->start_epoch(epoch);
+  if (!r.synthetic_batch) r.train_loader->start_epoch(epoch);  // synthetic_data: no loader work after the first batch
   r.net->train();
   r.ep.loss_sum = torch::zeros({3}, torch::TensorOptions().dtype(torch::kDouble).device(r.device));
   r.ep.bad_since_step = torch::zeros({}, torch::TensorOptions().dtype(torch::kBool).device(r.device));
   r.fire(Event::on_train_epoch_start);
   for (int64_t i = 0; i < r.nb; ++i, ++r.global_step) {
     if (!r.pg->active() && stop_signal() != 0) break;  // SIGINT/SIGTERM: the step before this one was the last
-    if (!train_step(i)) break;
+    if (max_steps_reached() || !train_step(i)) break;
   }
   const auto mean = (r.ep.loss_sum / static_cast<double>(std::max<int64_t>(r.ep.seen_steps, 1))).to(torch::kCPU);
   for (int k = 0; k < 3; ++k) r.ep.tloss[static_cast<size_t>(k)] = mean[k].item<double>();
@@ -143,6 +148,11 @@ void Trainer::train_epoch() {
   }
   r.ep.t_train = seconds_since(r.ep.t_start);
   r.fire(Event::on_train_epoch_end);
+}
+
+bool Trainer::max_steps_reached() const {
+  const Run& r = *run_;
+  return cfg_.max_steps > 0 && r.global_step - r.start_epoch * r.nb >= cfg_.max_steps;
 }
 
 bool Trainer::stopped_mid_epoch() {
@@ -168,8 +178,13 @@ bool Trainer::train_step(int64_t i) {
   std::optional<data::Batch> batch;
   {
     auto s = r.prof->stage("dataloader");
-    batch = r.train_loader->next();
-    test_delay(r, "dataloader");
+    if (r.synthetic_batch) {
+      batch = *r.synthetic_batch;  // synthetic_data=true: pre-made tensors, the pipeline costs nothing
+    } else {
+      batch = r.train_loader->next();
+      test_delay(r, "dataloader");
+      if (cfg_.synthetic_data && batch) r.synthetic_batch = batch;
+    }
   }
   r.prof->set_queue_depth(r.train_loader->queue_depth());
   if (!batch) {

@@ -28,7 +28,10 @@ struct TrainConfig {
   int64_t epochs = 100;
   std::optional<double> time;        ///< max hours; overrides epochs when set
   int64_t patience = 100;
-  int64_t batch = 16;
+  int64_t batch = 16;                ///< images per step; with batch_fraction > 0 the CPU fallback until AutoBatch resolves it
+  /// AutoBatch (Ultralytics): batch=-1 → 0.6, batch=0.7 → 0.7 of the device memory; 0 = `batch` is fixed. Resolved by
+  /// engine::resolve_batch at run start (CUDA: probe; CPU: falls back to batch=16 with a warning).
+  double batch_fraction = 0.0;
   int64_t imgsz = 640;               ///< pixels, multiple of 32
   bool save = true;
   int64_t save_period = -1;
@@ -97,6 +100,8 @@ struct TrainConfig {
   bool tensorboard = false;          ///< write runs/train/<name>/events.out.tfevents.* (engine/loggers.h)
   int64_t metrics_port = 0;          ///< Prometheus /metrics on this TCP port (rank r: port + LOCAL_RANK); 0 = off
   std::string metrics_host = "127.0.0.1";  ///< address the /metrics server binds (0.0.0.0 = every interface)
+  int64_t max_steps = 0;             ///< benchmarks: stop after this many steps of the process (no val, no checkpoint); 0 = off
+  bool synthetic_data = false;       ///< benchmarks: every step reuses the first batch (no loader cost; yolo11-sweep data=synthetic)
 
   /// Loads default.yaml (see default_config_path()), then `cfg_file` (if not empty), then `overrides`
   /// ("key=value", Ultralytics CLI form; "cfg=FILE" is accepted as an alternative to `cfg_file`).

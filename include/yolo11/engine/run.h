@@ -63,6 +63,7 @@ struct Run {
   std::vector<std::string> names;
   std::shared_ptr<data::Loader> train_loader, val_loader;  ///< val_loader on rank 0 only
   int64_t nb = 0;            ///< batches per epoch
+  std::optional<data::Batch> synthetic_batch;  ///< synthetic_data=true: the first batch, reused by every step
 
   // ---- model, loss, optimization ----
   model::ModelOptions mo;

@@ -67,6 +67,8 @@ class Trainer {
   /// After train_epoch: true when a stop signal (engine/interrupt.h) cut the epoch short (world 1); records it in
   /// the summary and says how to resume. The partial epoch gets no validation, results row or checkpoint.
   bool stopped_mid_epoch();
+  /// max_steps > 0 and this process has run that many steps (benchmarks: yolo11-sweep's children).
+  bool max_steps_reached() const;
   /// Optimizer step of train_step (after gradient accumulation): skip on non-finite loss, else unscale, clip,
   /// step, update the scaler, zero the gradients. Returns whether the optimizer stepped.
   bool optimizer_step();
