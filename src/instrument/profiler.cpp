@@ -1,6 +1,7 @@
 // Profiler: stage timers, windows, epoch tables, Nsight capture range; the files it writes (breakdown.csv,
 // summary.json, trace.json) are in profiler_report.cpp.
 #include "yolo11/instrument/profiler.h"
+#include "yolo11/instrument/whatif.h"
 
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
@@ -487,7 +488,9 @@ std::string Profiler::end_epoch() {
   m.closed_epoch = w;
   m.closed_epoch_wall = epoch_wall;
   for (auto& v : m.epoch_level) v.clear();  // stages ending from here on are this epoch's "late" stages
-  return format_table(w) + "diagnosis: " + d.to_string();
+  std::string table = format_table(w) + "diagnosis: " + d.to_string();
+  if (const std::string wi = format_what_if(what_if(w, m.ctx.workers), w.step.mean); !wi.empty()) table += "\n" + wi;
+  return table;
 }
 
 void Profiler::finish() {
