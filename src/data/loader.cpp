@@ -9,10 +9,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
+#include <thread>
 
 #include "yolo11/data/opencv_threads.h"
 #include "yolo11/instrument/range.h"
@@ -173,6 +176,18 @@ at::Tensor Loader::acquire_images(int64_t B, int64_t H, int64_t W) const {
   return t;
 }
 
+namespace {
+/// Test-only slow input: env YOLO11_TEST_LOADER_DELAY_MS sleeps that long per training sample (a slow disk or decoder
+/// on purpose, for yolo11-sweep's what-if and --verify checks, docs/sweeps.md). Read once; 0 when unset.
+double test_sample_delay_ms() {
+  static const double ms = [] {
+    const char* e = std::getenv("YOLO11_TEST_LOADER_DELAY_MS");
+    return e != nullptr ? std::max(0.0, std::atof(e)) : 0.0;
+  }();
+  return ms;
+}
+}  // namespace
+
 Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
                           const std::vector<int64_t>& order) const {
   const int64_t n = static_cast<int64_t>(order.size());
@@ -187,6 +202,8 @@ Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
       Rng rng = Rng::for_sample(opt_.seed, epoch, idx);
       const SampleDraws d = make_draws(rng, aug, static_cast<int64_t>(ds.size()));
       samples[k] = train_transform(idx, src, aug, d);
+      if (test_sample_delay_ms() > 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(1000 * test_sample_delay_ms())));
     } else {
       LoadedSample s;
       {
