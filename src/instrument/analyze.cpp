@@ -1,6 +1,7 @@
 // yolo11-analyze's logic: read breakdown.csv or train.log windows, combine, diagnose, report.
 #include "yolo11/instrument/analyze.h"
 #include "yolo11/instrument/ops_profile.h"
+#include "yolo11/instrument/whatif.h"
 
 #include <spdlog/fmt/fmt.h>
 #include <yaml-cpp/yaml.h>
@@ -352,6 +353,13 @@ AnalyzeResult analyze_run(const std::string& path) {
                            "defaults; analyze the run directory for advice that names its real settings"
                          : "from " + r.context_source);
   rep += "diagnosis: " + r.diagnosis.to_string() + "\n";
+  if (const std::string wi = format_what_if(what_if(r.overall, r.context.workers), r.overall.step.mean); !wi.empty())
+    rep += wi + "\n";
+  if (const fs::path v = dir / "advice_verified.json"; fs::exists(v)) {  // yolo11-sweep --verify RUN_DIR
+    const auto j = nlohmann::json::parse(io::read_file(v.string()), nullptr, false);
+    if (j.is_object() && j.contains("summary") && j["summary"].is_string())
+      rep += "advice check (yolo11-sweep --verify): " + j["summary"].get<std::string>() + "\n";
+  }
   if (fs::exists(dir / "ops.csv")) {  // profile_ops: the operator table of its window (ops_profile.h)
     r.ops = read_ops_csv((dir / "ops.csv").string());
     rep += fmt::format("operators (profile_ops, {}):\n{}{}", (dir / "ops.txt").string(), format_ops_table(*r.ops, 10),
