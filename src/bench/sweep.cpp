@@ -153,7 +153,7 @@ SweepReport run_sweep(const SweepOptions& o) {
   if (o.check_whatif && !o.synthetic && rep.rec.found) {
     // What-if check: the best point again with the loader removed (data=synthetic); its measured step against the
     // prediction "without dataloader" made from the real point.
-    const PointResult& best = results[rep.rec.best];
+    const PointResult best = results[rep.rec.best];  // a copy: results grows below
     PointResult s;
     if (auto it = previous.find(best.point.id() + "_synthetic"); it != previous.end() && it->second.status == Status::ok)
       s = it->second;

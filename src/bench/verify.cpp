@@ -71,7 +71,10 @@ std::vector<std::pair<std::string, std::string>> parse_advice(const std::string&
     const std::string key = it.substr(0, k);
     std::string rest = it.substr(k + 1);
     const std::string arrow = "→";
-    if (const size_t a = rest.find(arrow); a != std::string::npos) rest = trim(rest.substr(a + arrow.size()));
+    if (const size_t a = rest.find(arrow); a != std::string::npos) {
+      rest = trim(rest.substr(a + arrow.size()));
+      if (rest.rfind(key + "=", 0) == 0) rest = rest.substr(key.size() + 1);  // "amp=False → amp=True"
+    }
     const std::string value = rest.substr(0, rest.find_first_of(" (\t"));
     if (!value.empty()) out.emplace_back(key, value);
   }

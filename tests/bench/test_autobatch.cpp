@@ -15,8 +15,8 @@ TEST(AutoBatch, FitsALineAndPicksTheBatchForTheFraction) {
   const auto f = engine::fit_batch(s, 10240 * MiB, 0.6);
   EXPECT_TRUE(f.fitted);
   EXPECT_EQ(f.batch, 51);
-  EXPECT_NEAR(f.slope_bytes, 100 * MiB, 1e-3);
-  EXPECT_NEAR(f.intercept_bytes, 1024 * MiB, 1e-3);
+  EXPECT_NEAR(f.slope_bytes, 100 * MiB, 1.0);
+  EXPECT_NEAR(f.intercept_bytes, 1024 * MiB, 1.0);
   // unusable fits fall back to 16 and say why
   EXPECT_FALSE(engine::fit_batch({{1, 5 * MiB}}, 10240 * MiB, 0.6).fitted);
   const auto flat = engine::fit_batch({{1, 5 * MiB}, {2, 5 * MiB}}, 10240 * MiB, 0.6);

@@ -51,7 +51,7 @@ for a in "$@"; do case "$a" in batch=*) B=${a#batch=};; project=*) P=${a#project
 echo "$B" >> ")" << (dir / "starts").string() << R"("
 case "$B" in
   2) sleep 30; exit 0;;
-  4) kill -SEGV $$;;
+  4) exec sh -c 'kill -SEGV $$';;
   8) echo "terminate called after throwing an instance of 'std::bad_alloc'"; exit 1;;
 esac
 D="$P/$N"; mkdir -p "$D"; C="$D/breakdown.csv"
