@@ -86,7 +86,7 @@ void read_point_measurements(const std::string& run_dir, PointResult& r) {
       const auto j = nlohmann::json::parse(js);
       const auto& run = j.contains("run") ? j["run"] : j;
       if (run.contains("mfu") && run["mfu"].is_number()) r.mfu = run["mfu"].get<double>();
-      if (run.contains("sm_activity") && run["sm_activity"].is_number()) r.sm_activity = run["sm_activity"].get<double>();
+      if (run.contains("sm_active") && run["sm_active"].is_number()) r.sm_activity = run["sm_active"].get<double>();  // GPM
     } catch (const std::exception&) {  // a summary from an older trainer: leave n/a
     }
   }
