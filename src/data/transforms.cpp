@@ -152,12 +152,27 @@ std::optional<HsvAffine> hsv_lut_affine(const cv::Mat& lut) {
   return a;
 }
 
-// One row of HSV pixels (n bytes, n % 3 == 0), in place. AVX2 clone where the CPU has it.
-__attribute__((target_clones("avx2", "default"))) void hsv_affine_row(uint8_t* p, size_t n, const HsvAffine& a) {
+// One row of HSV pixels (n bytes, n % 3 == 0), in place. The loop is compiled twice, for AVX2 and for the baseline,
+// and picked once at run time. (Not GCC's target_clones: its ifunc resolver runs before ThreadSanitizer's runtime
+// is up and crashes TSan builds at start.)
+inline __attribute__((always_inline)) void hsv_affine_loop(uint8_t* p, size_t n, const HsvAffine& a) {
   size_t i = 0;
   for (; i + 48 <= n; i += 48)
     for (int j = 0; j < 48; ++j) p[i + j] = static_cast<uint8_t>(hsv_affine_byte(p[i + j], a.m[j], a.add[j], a.wrap[j]));
   for (int j = 0; i < n; ++i, ++j) p[i] = static_cast<uint8_t>(hsv_affine_byte(p[i], a.m[j], a.add[j], a.wrap[j]));
+}
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("avx2"))) void hsv_affine_row_avx2(uint8_t* p, size_t n, const HsvAffine& a) {
+  hsv_affine_loop(p, n, a);
+}
+#endif
+void hsv_affine_row_base(uint8_t* p, size_t n, const HsvAffine& a) { hsv_affine_loop(p, n, a); }
+void hsv_affine_row(uint8_t* p, size_t n, const HsvAffine& a) {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return hsv_affine_row_avx2(p, n, a);
+#endif
+  hsv_affine_row_base(p, n, a);
 }
 
 // Bounding box of the pixels that differ from `v` (empty when every pixel equals v).
