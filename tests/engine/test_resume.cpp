@@ -143,10 +143,12 @@ TEST(Resume, SigkillAtRandomMomentsAlwaysLeavesALoadableCheckpoint) {
   const auto deadline2 = std::chrono::steady_clock::now() + std::chrono::minutes(3);
   int64_t next_epoch = last_epoch;
   while (next_epoch == last_epoch && std::chrono::steady_clock::now() < deadline2) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (const auto ck = yolo11::engine::load_checkpoint((run_dir / "weights").string(), "last")) next_epoch = ck->epoch;
   }
   kill(pid, SIGKILL);
   wait_exit(pid);
-  EXPECT_EQ(next_epoch, last_epoch + 1) << "the run resumed after kill 20 did not continue from epoch " << last_epoch;
+  // Later than the checkpoint it resumed from (a restart from scratch would write epoch 0). Not "exactly + 1": a
+  // coco8 epoch at imgsz 64 can take less than one poll, so two checkpoints may land between polls.
+  EXPECT_GT(next_epoch, last_epoch) << "the run resumed after kill 20 did not continue from epoch " << last_epoch;
 }
