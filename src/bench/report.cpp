@@ -33,23 +33,6 @@ std::string quote(const std::string& s) {
   return q + "\"";
 }
 
-std::vector<std::string> parse_csv_line(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool in_q = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (in_q) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') cur += '"', ++i;
-      else if (c == '"') in_q = false;
-      else cur += c;
-    } else if (c == '"') in_q = true;
-    else if (c == ',') out.push_back(cur), cur.clear();
-    else cur += c;
-  }
-  out.push_back(cur);
-  return out;
-}
 
 double fnum(const std::string& s, const std::string& where) {
   try {
@@ -123,7 +106,7 @@ std::vector<PointResult> read_sweep_csv(const std::string& path) {
   if (!in) throw std::runtime_error("cannot read " + path);
   std::string line;
   const auto& cols = sweep_columns();
-  if (!std::getline(in, line) || parse_csv_line(line) != cols)
+  if (!std::getline(in, line) || io::split_csv_line(line) != cols)
     throw std::runtime_error(path + ":1: header is not the sweep.csv header (" + cols.front() + "," + cols[1] +
                              ",...); was it written by another version?");
   std::vector<PointResult> rows;
@@ -131,7 +114,7 @@ std::vector<PointResult> read_sweep_csv(const std::string& path) {
   while (std::getline(in, line)) {
     ++ln;
     if (line.empty()) continue;
-    const auto f = parse_csv_line(line);
+    const auto f = io::split_csv_line(line);
     const std::string where = fmt::format("{}:{}", path, ln);
     if (f.size() != cols.size())
       throw std::runtime_error(fmt::format("{}: {} fields, expected {}", where, f.size(), cols.size()));

@@ -23,23 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
 
 double num(const std::string& s, const std::string& where) {
   try {
@@ -60,7 +43,7 @@ std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vect
   std::istringstream in(io::read_file(path));
   std::string line;
   if (!std::getline(in, line)) throw std::runtime_error(path + " is empty; expected a yolo11 breakdown.csv");
-  const auto header = split_csv(line);
+  const auto header = io::split_csv_line(line);
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
   for (const char* need : {"kind", "epoch", "first_step", "last_step", "steps", "images", "stage", "count", "mean_s",
@@ -75,7 +58,7 @@ std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vect
   while (std::getline(in, line)) {
     ++line_no;
     if (line.empty()) continue;
-    const auto f = split_csv(line);
+    const auto f = io::split_csv_line(line);
     const std::string where = fmt::format("{}:{}", path, line_no);
     if (f.size() < header.size()) throw std::runtime_error(where + ": too few fields");
     const std::string kind = f[col["kind"]];

@@ -14,6 +14,8 @@
 
 #include "yolo11/instrument/ops_profile.h"
 
+#include "yolo11/io/file.h"
+
 namespace yolo11::instrument {
 
 const StageOps* OpsReport::stage(const std::string& name) const {
@@ -218,33 +220,6 @@ std::string ops_csv(const OpsReport& r) {
   return t;
 }
 
-namespace {
-
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') cur += '"', ++i;
-      else if (c == '"') quoted = false;
-      else cur += c;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
-
-}  // namespace
-
 OpsReport read_ops_csv(const std::string& path) {
   std::ifstream f(path);
   if (!f) throw std::runtime_error(path + ": cannot open");
@@ -264,7 +239,7 @@ OpsReport read_ops_csv(const std::string& path) {
       continue;
     }
     if (line.rfind("kind,", 0) == 0) continue;
-    const auto v = split_csv(line);
+    const auto v = io::split_csv_line(line);
     if (v.size() != 13) throw std::runtime_error(fmt::format("{}:{}: expected 13 columns, got {}", path, lineno, v.size()));
     try {
       if (v[0] == "op") {

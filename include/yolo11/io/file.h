@@ -2,6 +2,7 @@
 // Small file helpers shared by every writer: atomic replacement and whole-file reads.
 #include <cstdint>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace yolo11::io {
@@ -22,5 +23,8 @@ std::string fnv1a64_hex(std::string_view bytes);
 /// The per-user cache root for files that cannot live beside the data: $YOLO11_CACHE_DIR, else
 /// $XDG_CACHE_HOME/yolo11, else ~/.cache/yolo11, else <temp dir>/yolo11. Not created.
 std::string user_cache_dir();
+
+/// Fields of one CSV line (RFC 4180 quoting: a quoted field may hold commas, and "" inside it is one quote).
+std::vector<std::string> split_csv_line(const std::string& line);
 
 }  // namespace yolo11::io
