@@ -179,8 +179,8 @@ TEST(Format, HwcBgrToChwRgb) {
   EXPECT_EQ(out[12 + 4], 11);   // B plane, (y 1, x 1)
 }
 
-// RandomHSV's fast path (integer maps instead of cv::LUT, conversion of the non-fill bounding box only) against the
-// plain chain it replaces: BGR2HSV → one 3-channel cv::LUT → HSV2BGR over the whole image, byte for byte.
+// RandomHSV's fused pass (src/data/hsv.cpp: integer maps instead of cv::LUT, OpenCV's conversions re-implemented)
+// against the plain chain it replaces: BGR2HSV → one 3-channel cv::LUT → HSV2BGR over the whole image, byte for byte.
 static cv::Mat hsv_reference(const cv::Mat& img, double r0, double r1, double r2) {
   const cv::Mat lut = hsv_luts(r0, r1, r2);
   cv::Mat hsv, out, lut3(1, 256, CV_8UC3);
@@ -231,6 +231,51 @@ TEST(RandomHSV, FastPathEqualsThePlainChainForAnyGainsAndFillLayout) {
     ASSERT_EQ(cv::norm(got, want, cv::NORM_INF), 0) << "case " << k << " gains " << r0 << " " << r1 << " " << r2;
   }
   EXPECT_GT(fills, 900);
+}
+
+// Every 8-bit input, 2^24 pixels in one 4096 × 4096 image (pixel i holds the bytes of i), and the same pixels as a
+// column of single-pixel rows (which OpenCV converts in its scalar tail, where the rounding differs).
+static cv::Mat all_pixels() {
+  cv::Mat img(4096, 4096, CV_8UC3);
+  uint8_t* p = img.ptr<uint8_t>();
+  for (uint32_t i = 0; i < (1u << 24); ++i) {
+    p[3 * i] = static_cast<uint8_t>(i);
+    p[3 * i + 1] = static_cast<uint8_t>(i >> 8);
+    p[3 * i + 2] = static_cast<uint8_t>(i >> 16);
+  }
+  return img;
+}
+
+static int64_t count_diff(const cv::Mat& a, const cv::Mat& b) {
+  cv::Mat d;
+  cv::compare(a.reshape(1), b.reshape(1), d, cv::CMP_NE);
+  return cv::countNonZero(d);
+}
+
+TEST(RandomHSV, HsvToBgrEqualsOpenCVForEveryInputInVectorAndTailPositions) {
+  if (!yolo11::data::detail::hsv_kernel_active()) GTEST_SKIP() << "no AVX2+FMA: apply_hsv runs OpenCV's own calls";
+  const cv::Mat all = all_pixels();
+  // widths: whole vector groups; 31 (OpenCV's scalar tail only, with AVX2); 61 (a group of 32 or 16, then a tail)
+  for (const cv::Mat& img : {all, all.reshape(3, (1 << 24) / 32).colRange(0, 31).clone(),
+                             all.reshape(3, (1 << 24) / 64).colRange(0, 61).clone()}) {
+    cv::Mat want;
+    cv::cvtColor(img, want, cv::COLOR_HSV2BGR);
+    EXPECT_EQ(count_diff(yolo11::data::detail::hsv_to_bgr_like_opencv(img), want), 0) << "width " << img.cols;
+  }
+}
+
+TEST(RandomHSV, FusedPassEqualsThePlainChainForEveryBgrInput) {
+  const cv::Mat all = all_pixels();
+  cv::RNG rng(3);
+  const double draws[][3] = {{0.015, 0.7, 0.4}, {-0.015, -0.7, -0.4}, {0.5, 1.5, 0.9}, {-0.9, 0.2, -0.05}};
+  for (int k = 0; k < 6; ++k) {
+    const double r0 = k < 4 ? draws[k][0] : rng.uniform(-1.0, 1.0) * 0.015,
+                 r1 = k < 4 ? draws[k][1] : rng.uniform(-1.0, 1.0) * 0.7,
+                 r2 = k < 4 ? draws[k][2] : rng.uniform(-1.0, 1.0) * 0.4;
+    cv::Mat got = all;
+    apply_hsv(got, r0, r1, r2);
+    EXPECT_EQ(count_diff(got, hsv_reference(all, r0, r1, r2)), 0) << "gains " << r0 << " " << r1 << " " << r2;
+  }
 }
 
 // Mosaic's canvas is filled with 114 only where no tile lands; the result must equal Ultralytics' order (a canvas

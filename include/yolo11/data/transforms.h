@@ -58,8 +58,17 @@ std::vector<Box> letterbox_boxes_from_xywhn(const std::vector<Box>& xywhn, int w
 /// val[x] = clip(x·(1 + r2), 0, 255); float64, truncated to uint8.
 cv::Mat hsv_luts(double r0, double r1, double r2);
 /// Applies RandomHSV (BGR → HSV (OpenCV 8-bit) → LUTs → BGR); `img` is replaced by a new buffer (never written
-/// through, so it may share pixels with a cache). No-op when r = (0, 0, 0).
+/// through, so it may share pixels with a cache). No-op when r = (0, 0, 0). Byte-exact with the reference's three
+/// cv2 calls on OpenCV 4.6, computed in one fused pass (src/data/hsv.cpp); other image types take OpenCV's chain.
 void apply_hsv(cv::Mat& img, double r0, double r1, double r2);
+namespace detail {
+/// Whether apply_hsv uses its fused kernel: needs AVX2+FMA, and a once-per-process check (~0.1 s) that the kernel
+/// equals the installed OpenCV on all 2^24 inputs; otherwise apply_hsv runs OpenCV's three calls.
+bool hsv_kernel_active();
+/// The kernel's HSV → BGR alone (CV_8UC3, hue range 180): equals cv::cvtColor(COLOR_HSV2BGR) byte for byte; empty
+/// when the kernel is not active. For tests. Throws std::invalid_argument for another type.
+cv::Mat hsv_to_bgr_like_opencv(const cv::Mat& hsv);
+}  // namespace detail
 
 // ---- random perspective ---------------------------------------------------------------------------------------
 /// The eight values RandomPerspective draws, in the reference's order.
