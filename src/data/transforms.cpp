@@ -148,9 +148,12 @@ PerspectiveResult random_perspective(const cv::Mat& img, const Labels& labels, c
       cv::warpPerspective(img, res.img, m, cv::Size(w_out, h_out), cv::INTER_LINEAR, cv::BORDER_CONSTANT,
                           cv::Scalar(114, 114, 114));
     } else {
-      cv::Mat m(2, 3, CV_32F, const_cast<float*>(M.data()));
-      cv::warpAffine(img, res.img, m, cv::Size(w_out, h_out), cv::INTER_LINEAR, cv::BORDER_CONSTANT,
-                     cv::Scalar(114, 114, 114));
+      const double md[6] = {M[0], M[1], M[2], M[3], M[4], M[5]};  // as warpAffine converts the float32 matrix
+      if (!detail::warp_affine_scale_translate(img, res.img, md, cv::Size(w_out, h_out), cv::Vec3b(114, 114, 114))) {
+        cv::Mat m(2, 3, CV_32F, const_cast<float*>(M.data()));
+        cv::warpAffine(img, res.img, m, cv::Size(w_out, h_out), cv::INTER_LINEAR, cv::BORDER_CONSTANT,
+                       cv::Scalar(114, 114, 114));
+      }
     }
   } else {
     res.img = img;

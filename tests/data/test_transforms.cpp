@@ -278,6 +278,56 @@ TEST(RandomHSV, FusedPassEqualsThePlainChainForEveryBgrInput) {
   }
 }
 
+// RandomPerspective's scale-translate warp against cv::warpAffine, byte for byte: random sizes, scales (zoom in and
+// out), fractional translations that leave parts of the output outside the source, random borders, and the matrices
+// RandomPerspective draws for a 1280² mosaic.
+TEST(RandomPerspective, ScaleTranslateWarpEqualsOpenCV) {
+  cv::RNG rng(5);
+  int applied = 0;
+  for (int k = 0; k < 600; ++k) {
+    const bool full = k < 12;
+    const int w_in = full ? 1280 : 1 + static_cast<int>(rng.uniform(0, 120)),
+              h_in = full ? 1280 : 1 + static_cast<int>(rng.uniform(0, 120));
+    const int w_out = full ? 640 : 1 + static_cast<int>(rng.uniform(0, 100)),
+              h_out = full ? 640 : 1 + static_cast<int>(rng.uniform(0, 100));
+    cv::Mat src(h_in, w_in, CV_8UC3);
+    rng.fill(src, cv::RNG::UNIFORM, 0, 256);
+    double M[6];
+    if (full) {  // the draws of the training default (degrees 0, shear 0, perspective 0, translate 0.1, scale 0.5)
+      PerspectiveDraws d;
+      d.s = rng.uniform(0.5, 1.5);
+      d.tx = rng.uniform(0.4, 0.6);
+      d.ty = rng.uniform(0.4, 0.6);
+      const Mat3f m = perspective_matrix(d, w_in, h_in, w_out, h_out);
+      for (int i = 0; i < 6; ++i) M[i] = m[i];
+    } else {
+      const float s = static_cast<float>(rng.uniform(0.1, 2.5));
+      const float sy = k % 4 == 0 ? static_cast<float>(rng.uniform(0.1, 2.5)) : s;  // anisotropic too
+      const double tx = rng.uniform(-1.5, 1.5) * w_out, ty = rng.uniform(-1.5, 1.5) * h_out;
+      const double v[6] = {s, 0, static_cast<float>(tx), 0, sy, static_cast<float>(ty)};
+      std::copy(v, v + 6, M);
+    }
+    const cv::Vec3b border(static_cast<uint8_t>(k % 3 ? 114 : rng.uniform(0, 256)), 114, static_cast<uint8_t>(k % 256));
+    cv::Mat want, got;
+    cv::warpAffine(src, want, cv::Mat(2, 3, CV_64F, M), cv::Size(w_out, h_out), cv::INTER_LINEAR, cv::BORDER_CONSTANT,
+                   cv::Scalar(border[0], border[1], border[2]));
+    if (!yolo11::data::detail::warp_affine_scale_translate(src, got, M, cv::Size(w_out, h_out), border)) continue;
+    ++applied;
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_EQ(count_diff(got, want), 0) << "case " << k << " in " << src.size() << " out " << want.size() << " M "
+                                        << M[0] << " " << M[2] << " " << M[4] << " " << M[5];
+  }
+  if (applied == 0) GTEST_SKIP() << "no AVX2: RandomPerspective runs cv::warpAffine";
+  EXPECT_EQ(applied, 600);
+}
+
+TEST(RandomPerspective, WarpWithRotationOrShearIsLeftToOpenCV) {
+  cv::Mat src(8, 8, CV_8UC3, cv::Scalar(1, 2, 3)), dst;
+  const double rot[6] = {0.9, 0.1, 0, -0.1, 0.9, 0};
+  EXPECT_FALSE(yolo11::data::detail::warp_affine_scale_translate(src, dst, rot, cv::Size(8, 8), cv::Vec3b(114, 114, 114)));
+  EXPECT_TRUE(dst.empty());
+}
+
 // Mosaic's canvas is filled with 114 only where no tile lands; the result must equal Ultralytics' order (a canvas
 // full of 114, then the four tiles copied over it) for any centre and any tile sizes.
 TEST(Mosaic, FillOnlyBetweenTilesEqualsFullFillThenCopy) {
