@@ -82,6 +82,36 @@ std::optional<double> mfu(double train_flops_per_image, double images_per_s, dou
   return train_flops_per_image * images_per_s / peak_flops_per_s;
 }
 
+static std::string peak_key(const std::string& cpu, int threads, const std::string& dtype) {
+  return fmt::format("{} | {} threads | {} | torch {}{}", cpu, threads, dtype, TORCH_VERSION, kBuildFlavor);
+}
+static std::filesystem::path peak_cache_path() { return std::filesystem::path(io::user_cache_dir()) / "cpu_peak.json"; }
+static nlohmann::json read_peak_cache(const std::filesystem::path& path) {
+  if (std::filesystem::exists(path)) {
+    auto j = nlohmann::json::parse(io::read_file(path.string()), nullptr, /*allow_exceptions=*/false);
+    if (j.is_object()) return j;
+  }
+  return nlohmann::json::object();
+}
+static double cached_rate(const nlohmann::json& cache, const std::string& key) {
+  return cache.contains(key) && cache[key].is_object() ? cache[key].value("flops_per_s", 0.0) : 0.0;
+}
+
+bool forget_cpu_peak(const std::string& dtype, int threads) {
+  const std::filesystem::path path = peak_cache_path();
+  nlohmann::json cache = read_peak_cache(path);
+  const std::string key = peak_key(cpu_model(), threads > 0 ? threads : at::get_num_threads(), dtype);
+  if (!cache.contains(key)) return false;
+  cache.erase(key);
+  try {
+    io::write_file_atomic(path.string(), cache.dump(2));
+  } catch (const std::exception& e) {
+    spdlog::debug("cpu peak: cache not rewritten ({})", e.what());
+    return false;
+  }
+  return true;
+}
+
 CpuPeak cpu_peak_flops(const std::string& dtype, int threads, bool use_cache) {
   if (dtype != "float32" && dtype != "bfloat16")
     throw std::runtime_error("cpu_peak_flops: dtype '" + dtype + "' is not float32 or bfloat16");
@@ -89,15 +119,12 @@ CpuPeak cpu_peak_flops(const std::string& dtype, int threads, bool use_cache) {
   p.dtype = dtype;
   p.threads = threads > 0 ? threads : at::get_num_threads();
   p.cpu = cpu_model();
-  const std::string key =
-      fmt::format("{} | {} threads | {} | torch {}{}", p.cpu, p.threads, dtype, TORCH_VERSION, kBuildFlavor);
-  const std::filesystem::path path = std::filesystem::path(io::user_cache_dir()) / "cpu_peak.json";
-  nlohmann::json cache = nlohmann::json::object();
-  if (std::filesystem::exists(path)) {
-    auto j = nlohmann::json::parse(io::read_file(path.string()), nullptr, /*allow_exceptions=*/false);
-    if (j.is_object()) cache = std::move(j);
-  }
-  if (use_cache && cache.contains(key) && cache[key].is_object() && cache[key].value("flops_per_s", 0.0) > 0) {
+  const std::string key = peak_key(p.cpu, p.threads, dtype);
+  const std::filesystem::path path = peak_cache_path();
+  nlohmann::json cache = read_peak_cache(path);
+  double fewer_threads_best = 0;  // more threads cannot have a lower peak
+  for (int t = 1; t < p.threads; ++t) fewer_threads_best = std::max(fewer_threads_best, cached_rate(cache, peak_key(p.cpu, t, dtype)));
+  if (use_cache && cached_rate(cache, key) > 0 && cached_rate(cache, key) >= fewer_threads_best) {
     p.flops_per_s = cache[key]["flops_per_s"].get<double>();
     p.kernel = cache[key].value("kernel", "");
     p.cached = true;

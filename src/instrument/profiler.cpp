@@ -133,9 +133,20 @@ WindowSummary Profiler::Impl::summarize(const std::string& kind, const Accum& a,
     w.tensor_active = g.tensor_active;
     w.dram_bw = g.dram_bw;
   }
-  if (const auto u = instrument::mfu(o.train_flops_per_image, w.images_per_s, o.peak_flops)) {
-    w.mfu = *u;
-    w.tflops = o.train_flops_per_image * w.images_per_s / 1e12;
+  if (const auto u = instrument::mfu(o.train_flops_per_image, w.images_per_s, o.peak_flops); u && !peak_rejected) {
+    if (*u > 1.0 && !cuda_timing) {
+      // A measured CPU peak below what training achieves was measured on a busy machine: say so once, drop it from
+      // the cache so the next run measures again, and report MFU as n/a rather than above 100 %.
+      peak_rejected = true;
+      const bool forgot = forget_cpu_peak(o.amp ? "bfloat16" : "float32");
+      spdlog::warn("MFU n/a: training achieves {:.3g} TFLOP/s, above the CPU peak {:.3g} TFLOP/s ({}), which must have "
+                   "been measured on a busy machine; {}",
+                   o.train_flops_per_image * w.images_per_s / 1e12, o.peak_flops / 1e12, o.peak_source,
+                   forgot ? "removed from the cache, the next run measures it again" : "it was not cached");
+    } else {
+      w.mfu = *u;
+      w.tflops = o.train_flops_per_image * w.images_per_s / 1e12;
+    }
   }
   return w;
 }

@@ -54,6 +54,7 @@ struct Profiler::Impl {
   std::vector<char> per_epoch;     // stage index → epoch-level stage
   std::vector<char> gpu_timed;     // stage index → timed with CUDA events
   bool cuda_timing = false;
+  mutable bool peak_rejected = false;  // a window achieved more than the CPU peak: MFU n/a from then on (warned once)
   std::unique_ptr<compat::EventTimer> events;
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<OpsProfiler> ops;  // profile_ops window (null without one)

@@ -30,7 +30,12 @@ struct CpuPeak {
 /// The CPU's peak FLOP/s in `dtype` ("float32" | "bfloat16") at `threads` intra-op threads (0 = current): from the
 /// cache when present (use_cache), else measured (~0.5 s: each kernel run repeatedly, best time kept) and cached.
 /// Throws std::runtime_error for an unknown dtype.
+/// A cached figure is measured again when it is below the cached figure for fewer threads (a measurement taken on
+/// a busy machine).
 CpuPeak cpu_peak_flops(const std::string& dtype, int threads = 0, bool use_cache = true);
+/// Removes the cached peak for `dtype` at `threads` (0 = current) so the next cpu_peak_flops measures it again;
+/// false when there was none. Used when training achieves more than the cached peak.
+bool forget_cpu_peak(const std::string& dtype, int threads = 0);
 
 /// achieved / peak, with achieved = flops_per_image × images_per_s; nullopt when any input is ≤ 0.
 std::optional<double> mfu(double train_flops_per_image, double images_per_s, double peak_flops_per_s);
