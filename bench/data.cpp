@@ -104,6 +104,13 @@ int main(int argc, char** argv) {
               time_ms(N, [&] { mos = mosaic4({&a, &b, &c, &d}, 640, 700, 600); }));
   std::printf("| random perspective (affine 1280² → 640²) | %.3f |\n",
               time_ms(N, [&] { rp = random_perspective(mos.img, mos.labels, dr.pre.persp, false, {-320, -320}); }));
+  {
+    cv::Mat m(2, 3, CV_32F, const_cast<float*>(rp.M.data())), out;
+    std::printf("| random perspective by cv::warpAffine (what the reference calls) | %.3f |\n", time_ms(N, [&] {
+                  cv::warpAffine(mos.img, out, m, cv::Size(640, 640), cv::INTER_LINEAR, cv::BORDER_CONSTANT,
+                                 cv::Scalar(114, 114, 114));
+                }));
+  }
   cv::Mat img = rp.img.clone();
   std::printf("| HSV (BGR→HSV, LUT, →BGR), fused kernel%s | %.3f |\n",
               yolo11::data::detail::hsv_kernel_active() ? "" : " (inactive: OpenCV's calls)",
