@@ -15,6 +15,7 @@
 #include "yolo11/data/transforms.h"
 
 #include <opencv2/imgproc.hpp>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
@@ -87,16 +88,10 @@ __attribute__((target("avx2"))) void warp_row_avx2(const uint8_t* p0, const uint
     }
   }
 }
-#endif
-}  // namespace
 
-namespace detail {
-bool warp_affine_scale_translate(const cv::Mat& src, cv::Mat& dst, const double* M, cv::Size dsize,
-                                 const cv::Vec3b& border) {
-#ifndef YOLO11_WARP_X86
-  return false;
-#else
-  if (!have_avx2() || src.type() != CV_8UC3 || src.empty() || dsize.width <= 0 || dsize.height <= 0) return false;
+// The kernel (see the top of the file); false when M has a rotation or shear or the sizes do not fit.
+bool warp_rows(const cv::Mat& src, cv::Mat& dst, const double* M, cv::Size dsize, const cv::Vec3b& border) {
+  if (src.type() != CV_8UC3 || src.empty() || dsize.width <= 0 || dsize.height <= 0) return false;
   // warpAffine's inversion, in its order
   double D = M[0] * M[4] - M[1] * M[3];
   D = D != 0 ? 1. / D : 0;
@@ -147,6 +142,51 @@ bool warp_affine_scale_translate(const cv::Mat& src, cv::Mat& dst, const double*
     warp_row_avx2(p0, p1, off.data(), fx.data(), fy, w_out, dst.ptr<uint8_t>(y));
   }
   return true;
+}
+
+
+// Once per process: the kernel against the installed cv::warpAffine on 64 small random scale-translate warps and one
+// 1280² → 640² draw (a few ms). Another OpenCV whose warpAffine computes differently → cv::warpAffine is used.
+bool kernel_matches_opencv() {
+  static const bool ok = [] {
+    if (!have_avx2()) return false;
+    cv::RNG rng(20261201);
+    for (int k = 0; k < 65; ++k) {
+      const bool full = k == 64;
+      const int w_in = full ? 1280 : 1 + static_cast<int>(rng.uniform(0, 80)),
+                h_in = full ? 1280 : 1 + static_cast<int>(rng.uniform(0, 80));
+      const int w_out = full ? 640 : 1 + static_cast<int>(rng.uniform(0, 60)),
+                h_out = full ? 640 : 1 + static_cast<int>(rng.uniform(0, 60));
+      cv::Mat src(h_in, w_in, CV_8UC3), want, got;
+      rng.fill(src, cv::RNG::UNIFORM, 0, 256);
+      const float s = static_cast<float>(rng.uniform(0.3, 1.7));
+      const double M[6] = {s, 0, static_cast<float>(rng.uniform(-1.0, 1.0) * w_out), 0, s,
+                           static_cast<float>(rng.uniform(-1.0, 1.0) * h_out)};
+      cv::warpAffine(src, want, cv::Mat(2, 3, CV_64F, const_cast<double*>(M)), cv::Size(w_out, h_out), cv::INTER_LINEAR,
+                     cv::BORDER_CONSTANT, cv::Scalar(114, 114, 114));
+      if (!warp_rows(src, got, M, cv::Size(w_out, h_out), cv::Vec3b(114, 114, 114)) ||
+          cv::norm(got, want, cv::NORM_INF) != 0) {
+        spdlog::warn("RandomPerspective: our scale-translate warp differs from this OpenCV's cv::warpAffine (OpenCV {}); "
+                     "using cv::warpAffine",
+                     CV_VERSION);
+        return false;
+      }
+    }
+    return true;
+  }();
+  return ok;
+}
+#endif
+}  // namespace
+
+namespace detail {
+bool warp_affine_scale_translate(const cv::Mat& src, cv::Mat& dst, const double* M, cv::Size dsize,
+                                 const cv::Vec3b& border) {
+#ifndef YOLO11_WARP_X86
+  return false;
+#else
+  if (!kernel_matches_opencv()) return false;
+  return warp_rows(src, dst, M, dsize, border);
 #endif
 }
 }  // namespace detail

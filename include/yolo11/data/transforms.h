@@ -73,7 +73,8 @@ cv::Mat hsv_to_bgr_like_opencv(const cv::Mat& hsv);
 namespace detail {
 /// cv::warpAffine(src, dst, M, dsize, INTER_LINEAR, BORDER_CONSTANT, border) for CV_8UC3 when M (forward 2×3,
 /// row-major, float64 as OpenCV converts it) has no rotation or shear: byte-exact with OpenCV 4.6 (src/data/warp.cpp).
-/// Returns false and leaves dst alone when it does not apply (another type, a rotation/shear, no AVX2).
+/// Returns false and leaves dst alone when it does not apply: another type, a rotation/shear, no AVX2, or an OpenCV
+/// whose warpAffine computes differently (checked once per process on 65 warps, with a warning).
 bool warp_affine_scale_translate(const cv::Mat& src, cv::Mat& dst, const double* M, cv::Size dsize,
                                  const cv::Vec3b& border);
 }  // namespace detail
