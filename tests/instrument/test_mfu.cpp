@@ -43,6 +43,27 @@ TEST(Mfu, CpuPeakIsMeasuredOnceThenCached) {
   unsetenv("YOLO11_CACHE_DIR");
 }
 
+// A profiler over 1e9-FLOP images with the given peak, windows of 2 steps; run_empty_steps feeds it 4 steps of 8.
+ProfilerOptions empty_steps_options(double peak_flops, const std::string& run_dir) {
+  ProfilerOptions o;
+  o.level = Level::basic;
+  o.log_every = 2;
+  o.log_lines = false;
+  o.run_dir = run_dir;
+  o.train_flops_per_image = 1e9;
+  o.peak_flops = peak_flops;
+  o.peak_source = "test";
+  return o;
+}
+void run_empty_steps(Profiler& p) {
+  for (int64_t i = 0; i < 4; ++i) {
+    p.begin_step(i);
+    { auto s = p.stage("forward"); }
+    p.end_step(8);
+  }
+  p.finish();
+}
+
 // A peak measured on a busy machine: a cached figure for 2 threads below the 1-thread one is measured again; a window
 // that achieves more than the peak reports MFU n/a (not above 100 %) and drops the cached figure.
 TEST(Mfu, AnImplausibleCachedPeakIsMeasuredAgain) {
@@ -67,41 +88,16 @@ TEST(Mfu, AnImplausibleCachedPeakIsMeasuredAgain) {
   EXPECT_FALSE(forget_cpu_peak("float32", 1));
   EXPECT_FALSE(cpu_peak_flops("float32", 1).cached);
 
-  ProfilerOptions o;  // a peak far below what the steps achieve
-  o.level = Level::basic;
-  o.log_every = 2;
-  o.log_lines = false;
-  o.train_flops_per_image = 1e9;
-  o.peak_flops = 1.0;
-  o.peak_source = "test";
-  Profiler p(o);
-  for (int64_t i = 0; i < 4; ++i) {
-    p.begin_step(i);
-    { auto s = p.stage("forward"); }
-    p.end_step(8);
-  }
-  p.finish();
+  Profiler p(empty_steps_options(/*peak_flops=*/1.0, ""));  // a peak far below what the steps achieve
+  run_empty_steps(p);
   EXPECT_EQ(p.last_window().mfu, -1) << "MFU above 100 % is reported as n/a";
   unsetenv("YOLO11_CACHE_DIR");
 }
 
 TEST(Mfu, WindowLineCsvAndSummaryCarryMfu) {
   const std::string dir = test::scratch_dir("run");
-  ProfilerOptions o;
-  o.level = Level::basic;
-  o.log_every = 2;
-  o.log_lines = false;
-  o.run_dir = dir;
-  o.train_flops_per_image = 1e9;
-  o.peak_flops = 1e18;  // empty steps run at millions of images/s: MFU stays below 100 %
-  o.peak_source = "test";
-  Profiler p(o);
-  for (int64_t i = 0; i < 4; ++i) {
-    p.begin_step(i);
-    { auto s = p.stage("forward"); }
-    p.end_step(8);
-  }
-  p.finish();
+  Profiler p(empty_steps_options(1e18, dir));  // empty steps run at millions of images/s: MFU stays below 100 %
+  run_empty_steps(p);
   const auto& w = p.last_window();
   ASSERT_GT(w.images_per_s, 0);
   EXPECT_NEAR(w.mfu, 1e9 * w.images_per_s / 1e18, 1e-9 * w.mfu + 1e-18);
