@@ -14,6 +14,12 @@
 #include "yolo11/loss/detection_loss.h"
 #include "yolo11/model/yolo.h"
 
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
 namespace yolo11::instrument {
 namespace {
 
@@ -153,8 +159,13 @@ TEST(OpsProfile, YoloStepWindowWritesFilesConvolutionsLeadAndStagesAddUp) {
       if (x2.stage == st) s = &x2;
     ASSERT_NE(s, nullptr) << st;
     ASSERT_GT(s->timer_us, 0) << st;
-    const double steps = 2, tol = (std::string(st) == "loss" ? 0.60 : 0.25) * s->timer_us + 2000 * steps;
-    EXPECT_NEAR(s->ops_self_us, s->timer_us, tol) << st << "\n" << io::read_file(dir + "/ops.txt");
+    const bool loss = std::string(st) == "loss";
+    const double steps = 2, tol = (loss ? 0.60 : 0.25) * s->timer_us + 2000 * steps;
+    // Under a sanitizer our own host code in the loss (the assigner's candidate gathering) runs several times slower
+    // while LibTorch's kernels do not (they are not instrumented): there the loss' operators were 23 % of its timer.
+    if (!(kSanitized && loss)) {
+      EXPECT_NEAR(s->ops_self_us, s->timer_us, tol) << st << "\n" << io::read_file(dir + "/ops.txt");
+    }
     EXPECT_LE(s->ops_self_us, s->scope_us * 1.001 + 1) << st;
     EXPECT_NEAR(s->scope_us, s->timer_us, 0.05 * s->timer_us + 500 * steps) << st;  // same interval, two clocks
   }
