@@ -74,6 +74,7 @@ void setup_environment(Run& r, const Callbacks& callbacks) {
     fs::create_directories(r.run_dir + "/weights");
     io::setup_run_logging(r.run_dir, r.resuming);
     remove_stale_checkpoint_temps(r.run_dir + "/weights");  // temp files of saves a kill interrupted
+    if (!r.resuming) fs::remove(r.run_dir + "/advice_verified.json");  // exist_ok: a verdict on another run's advice
     cfg.save_args(r.run_dir);
   } else {
     io::setup_rank_logging(r.denv.rank);

@@ -1,5 +1,6 @@
 // yolo11-analyze's logic: read breakdown.csv or train.log windows, combine, diagnose, report.
 #include "yolo11/instrument/analyze.h"
+#include "yolo11/instrument/advice_check.h"
 #include "yolo11/instrument/ops_profile.h"
 #include "yolo11/instrument/whatif.h"
 
@@ -338,11 +339,8 @@ AnalyzeResult analyze_run(const std::string& path) {
   rep += "diagnosis: " + r.diagnosis.to_string() + "\n";
   if (const std::string wi = format_what_if(what_if(r.overall, r.context.workers), r.overall.step.mean); !wi.empty())
     rep += wi + "\n";
-  if (const fs::path v = dir / "advice_verified.json"; fs::exists(v)) {  // yolo11-sweep --verify RUN_DIR
-    const auto j = nlohmann::json::parse(io::read_file(v.string()), nullptr, false);
-    if (j.is_object() && j.contains("summary") && j["summary"].is_string())
-      rep += "advice check (yolo11-sweep --verify): " + j["summary"].get<std::string>() + "\n";
-  }
+  if (const auto c = read_advice_check(dir.string()))  // yolo11-sweep --verify RUN_DIR, verify_advice=true
+    rep += "advice check: " + format_advice_check(*c) + "\n";
   if (fs::exists(dir / "ops.csv")) {  // profile_ops: the operator table of its window (ops_profile.h)
     r.ops = read_ops_csv((dir / "ops.csv").string());
     rep += fmt::format("operators (profile_ops, {}):\n{}{}", (dir / "ops.txt").string(), format_ops_table(*r.ops, 10),

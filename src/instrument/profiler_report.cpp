@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "profiler_impl.h"
+#include "yolo11/instrument/advice_check.h"
 #include "yolo11/instrument/trace.h"
 #include "yolo11/io/file.h"
 
@@ -183,7 +184,8 @@ void Profiler::Impl::write_summary(bool traced) {
     j["trace"] = trace_path;
   }
   io::write_file_atomic(o.run_dir + "/summary.json", j.dump(2));
-  spdlog::info("instrument: run diagnosis: {}", d.to_string());
+  // A resumed run (or one verified earlier): the verdict on its advice (advice_verified.json) follows the diagnosis.
+  spdlog::info("instrument: run diagnosis: {}", with_advice_check(d.to_string(), o.run_dir));
 }
 
 void Profiler::record_ranks(const RankReport& r) {
