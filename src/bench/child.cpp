@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "yolo11/bench/sweep.h"
@@ -40,6 +41,12 @@ ChildOutcome run_child(const std::string& exe, const std::vector<std::string>& a
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
+  {  // the command line first, so the log says what ran
+    std::ofstream l(log_path, std::ios::app);
+    l << "#";
+    for (const auto& a : argv_s) l << " " << a;
+    l << "\n";
+  }
 
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;

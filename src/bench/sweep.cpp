@@ -51,12 +51,6 @@ PointResult run_point(const SweepOptions& o, const Point& p, const std::string& 
   fs::create_directories(pdir);
   const std::string log = pdir + "/console.log";
   const auto args = child_args(o, p, points, synthetic);
-  {
-    std::ofstream l(log);
-    l << "# " << exe;
-    for (const auto& a : args) l << " " << a;
-    l << "\n";
-  }
   const ChildOutcome c = run_child(exe, args, log, o.point_timeout);
   const auto [status, reason] = classify(c, tail_of(log, 16384), o.point_timeout);
   r.status = status;

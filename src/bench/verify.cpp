@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "yolo11/bench/sweep.h"
+#include "yolo11/instrument/advice_check.h"
 #include "yolo11/instrument/analyze.h"
 #include "yolo11/io/file.h"
 
@@ -145,8 +146,8 @@ VerifyReport verify_advice(const VerifyOptions& o) {
       a.push_back(fmt::format("epochs={}", std::max<int64_t>(100, o.warmup + o.steps)));
       a.insert(a.end(), {fmt::format("max_steps={}", o.warmup + o.steps), fmt::format("instrument_warmup={}", o.warmup),
                          "log_every=1", "instrument=basic", "val=false", "save=false", "plots=false",
-                         "tensorboard=false", "metrics_port=0", "resume=false", "project=" + vdir, "name=" + name,
-                         "exist_ok=true"});
+                         "tensorboard=false", "metrics_port=0", "resume=false", "verify_advice=false",
+                         "project=" + vdir, "name=" + name, "exist_ok=true"});
       if (arm == 1)
         for (const auto& [k, v] : rep.changes) a.push_back(k + "=" + v);
       fs::create_directories(vdir + "/" + name);
@@ -178,6 +179,24 @@ VerifyReport verify_advice(const VerifyOptions& o) {
   io::write_file_atomic(o.run_dir + "/advice_verified.json", j.dump(2) + "\n");
   spdlog::info("verify: {}", rep.summary);
   return rep;
+}
+
+bool verify_after_training(const std::string& run_dir) {
+  try {
+    const auto an = instrument::analyze_run(run_dir);
+    if (parse_advice(an.diagnosis.advice).empty()) {
+      spdlog::info("verify_advice: nothing to test: the diagnosis ({}) names no key=value change", an.diagnosis.to_string());
+      return true;
+    }
+    VerifyOptions o;
+    o.run_dir = run_dir;
+    const VerifyReport rep = verify_advice(o);
+    spdlog::info("instrument: run diagnosis: {}", instrument::with_advice_check(rep.advice, run_dir));
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::error("verify_advice: {}", e.what());
+    return false;
+  }
 }
 
 }  // namespace yolo11::bench

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "yolo11/bench/verify.h"
 #include "yolo11/config/train_config.h"
+#include "yolo11/dist/dist.h"
 #include "yolo11/engine/interrupt.h"
 #include "yolo11/engine/trainer.h"
 
@@ -27,10 +29,20 @@ int train(int argc, char** argv) {
   yolo11::engine::install_stop_signal_handlers();  // SIGINT/SIGTERM: stop after the step, exit 130/143
   try {
     auto cfg = yolo11::engine::prepare_resume(yolo11::config::TrainConfig::load(cfg_file, overrides), overrides);
+    const bool verify = cfg.verify_advice;
     yolo11::engine::Trainer trainer(std::move(cfg));
     const auto summary = trainer.train();
     spdlog::info("Results saved to {}", summary.run_dir);
-    return summary.interrupted != 0 ? 128 + summary.interrupted : 0;
+    if (summary.interrupted != 0) return 128 + summary.interrupted;
+    if (verify) {  // A/B of the run's own advice in child processes (docs/sweeps.md)
+      const auto env = yolo11::dist::from_env();
+      if (env.distributed())
+        spdlog::info("verify_advice: skipped under DDP (WORLD_SIZE={}); after the run: yolo11-sweep --verify {}",
+                     env.world, summary.run_dir);
+      else if (!yolo11::bench::verify_after_training(summary.run_dir))
+        return 1;
+    }
+    return 0;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return 1;

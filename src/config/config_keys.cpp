@@ -434,6 +434,7 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(str_key("metrics_host", &C::metrics_host));
     t.push_back(int_key("max_steps", &C::max_steps, 0, 1e12, " (0 = off)"));
     t.push_back(bool_key("synthetic_data", &C::synthetic_data));
+    t.push_back(bool_key("verify_advice", &C::verify_advice));
     return t;
   }();
   return table;

@@ -140,7 +140,7 @@ const std::vector<std::string>& resume_overridable_keys() {
       "close_mosaic", "resume", "val", "plots", "threads", "instrument", "log_every", "trace_steps",
       "profile_steps", "profile_ops", "profile_ops_shapes", "profile_ops_memory", "nvtx_ops", "sync", "datasets_dir",
       "exist_ok", "dist_timeout", "ddp_overlap", "bucket_cap_mb",
-      "tensorboard", "metrics_port", "metrics_host"};
+      "tensorboard", "metrics_port", "metrics_host", "verify_advice"};
   return keys;
 }
 

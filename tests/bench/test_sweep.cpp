@@ -15,6 +15,7 @@
 #include "process.h"
 #include "yolo11/bench/sweep.h"
 #include "yolo11/bench/verify.h"
+#include "yolo11/instrument/advice_check.h"
 #include "yolo11_test_config.h"
 
 namespace fs = std::filesystem;
@@ -42,12 +43,13 @@ PointResult ok_point(int64_t batch, int64_t workers, double img_s, double comput
 
 /// A fake yolo11-train: batch=2 hangs, batch=4 dies of SIGSEGV, batch=8 reports std::bad_alloc and exits 1, any other
 /// batch writes a breakdown.csv of 3 measured steps of 0.1 s × batch / 8 (img/s = 80 for every batch) into
-/// <project>/<name>. Each start appends its batch to <dir>/starts.
+/// <project>/<name>. Each start appends its batch (16 when none is given) to <dir>/starts.
 std::string fake_trainer(const fs::path& dir) {
   const fs::path p = dir / "fake-train.sh";
   std::ofstream f(p);
   f << R"(#!/bin/bash
 for a in "$@"; do case "$a" in batch=*) B=${a#batch=};; project=*) P=${a#project=};; name=*) N=${a#name=};; esac; done
+B=${B:-16}  # --verify's A arm gives no batch= (its --cfg args.yaml has it)
 echo "$B" >> ")" << (dir / "starts").string() << R"("
 case "$B" in
   2) sleep 30; exit 0;;
@@ -316,4 +318,30 @@ TEST(VerifyAdvice, VerdictNeedsTheIntervalToClearZero) {
   EXPECT_LT(noise.lo, 0);
   EXPECT_NE(noise.text.find("does not beat noise"), std::string::npos) << noise.text;
   EXPECT_FALSE(compare_arms({10.0}, {20.0}).verified);
+}
+
+TEST(VerifyAdvice, WritesTheVerdictTheDiagnosisLineQuotes) {
+  // A/B with the fake trainer: batch=16 (A) and batch=32 (B) both give 80 img/s, so the advice cannot beat noise.
+  const fs::path d = fresh_dir("verify");
+  const fs::path run = d / "run";
+  fs::create_directories(run);
+  std::ofstream(run / "args.yaml") << "batch: 16\nverify_advice: true\n";
+  VerifyOptions o;
+  o.run_dir = run.string();
+  o.advice = "batch=32";
+  o.rounds = 2;
+  o.train_exe = fake_trainer(d);
+  const VerifyReport rep = verify_advice(o);
+  EXPECT_FALSE(rep.verdict.verified) << rep.summary;
+  EXPECT_EQ(count_lines(d / "starts"), 4);  // A B A B
+  // The children never verify again (args.yaml says verify_advice: true).
+  std::ifstream log(run / "verify" / "B2" / "console.log");
+  const std::string first((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(first.find("verify_advice=false"), std::string::npos) << first;
+  EXPECT_NE(first.find("batch=32"), std::string::npos) << first;
+  // What the run diagnosis line of a later (resumed) run of this directory says.
+  const auto c = yolo11::instrument::read_advice_check(run.string());
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(yolo11::instrument::with_advice_check("balanced", run.string()),
+            "balanced; advice batch=32 rejected: within noise (+0 % img/s [+0, +0])");
 }

@@ -120,8 +120,8 @@ struct ChildOutcome {
   double max_rss_mb = -1; ///< ru_maxrss of the child
   std::string error;
 };
-/// posix_spawn `exe args...` in its own process group, stdout+stderr appended to `log_path`; waits up to `timeout_s`
-/// (0 = forever), then SIGKILLs the group. Never throws for a failing child.
+/// posix_spawn `exe args...` in its own process group, stdout+stderr appended to `log_path` after a line
+/// "# exe args..."; waits up to `timeout_s` (0 = forever), then SIGKILLs the group. Never throws for a failing child.
 ChildOutcome run_child(const std::string& exe, const std::vector<std::string>& args, const std::string& log_path,
                        double timeout_s);
 

@@ -3,7 +3,8 @@
 // names concrete changes ("workers=2 on 16 cores → try workers=8, cache=ram"); an A/B of the run's own settings (A)
 // and the suggested ones (B) in alternating child processes (A B A B ..., same seed, each `warmup` unmeasured + `steps`
 // measured steps) measures the change in img/s with a 95 % interval. An advice whose interval does not clear zero is
-// reported as rejected. The verdict goes to RUN_DIR/advice_verified.json, which yolo11-analyze quotes. No torch here.
+// reported as rejected. The verdict goes to RUN_DIR/advice_verified.json, which yolo11-analyze and the
+// run diagnosis line of later (resumed) runs quote (instrument/advice_check.h). No torch here.
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -46,5 +47,12 @@ struct VerifyReport {
 /// Runs the A/B and writes RUN_DIR/advice_verified.json and RUN_DIR/verify/ (the children's run dirs). Throws
 /// std::runtime_error when the run has no args.yaml, the advice names no concrete change, or a child fails.
 VerifyReport verify_advice(const VerifyOptions& o);
+
+/// `yolo11-train ... verify_advice=true`, after a finished run (the caller keeps it to rank 0 outside DDP): verify_advice
+/// with the default VerifyOptions (3 rounds of 5 + 20 steps per arm) on the run's own diagnosis advice, then logs the
+/// run diagnosis line with the verdict (instrument::with_advice_check). A diagnosis that names no key=value change
+/// is logged and left untested (true). Returns false, with the error logged, when the analysis or a child failed;
+/// never throws.
+bool verify_after_training(const std::string& run_dir);
 
 }  // namespace yolo11::bench

@@ -102,6 +102,7 @@ struct TrainConfig {
   std::string metrics_host = "127.0.0.1";  ///< address the /metrics server binds (0.0.0.0 = every interface)
   int64_t max_steps = 0;             ///< benchmarks: stop after this many steps of the process (no val, no checkpoint); 0 = off
   bool synthetic_data = false;       ///< benchmarks: every step reuses the first batch (no loader cost; yolo11-sweep data=synthetic)
+  bool verify_advice = false;        ///< after the run: A/B its diagnosis advice (bench::verify_advice) → advice_verified.json
 
   /// Loads default.yaml (see default_config_path()), then `cfg_file` (if not empty), then `overrides`
   /// ("key=value", Ultralytics CLI form; "cfg=FILE" is accepted as an alternative to `cfg_file`).
