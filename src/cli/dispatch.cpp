@@ -40,7 +40,8 @@ void print_help(const Mode* only) {
                 "  yolo11 val weights=runs/train/train/weights/best.safetensors data=configs/datasets/coco8.yaml\n"
                 "  yolo11 predict weights=best.safetensors source=datasets/coco8/images/val conf=0.25\n"
                 "  yolo11 analyze runs/train/train\n"
-                "  yolo11 synth out=datasets/synth train=64 val=16\n\nKeys:\n");
+                "  yolo11 synth out=datasets/synth train=64 val=16\n"
+                "  yolo11 sweep cfg=configs/coco128.yaml batch=8,16 workers=0,2 imgsz=320 steps=30 warmup=10\n\nKeys:\n");
   }
   for (const auto& m : modes()) {
     if (only != nullptr && &m != only) continue;
@@ -76,6 +77,11 @@ const std::vector<Mode>& modes() {
         {"analyze", "per-stage time breakdown and bottleneck diagnosis of a run", {"path", "json"}, &analyze},
         {"synth", "write a synthetic shapes dataset (train/val + data.yaml)",
          {"out", "train", "val", "imgsz", "max_objects", "seed", "ext"}, &synth},
+        {"sweep", "train speed over a batch x workers x imgsz grid, one child run per point; verify=RUN A/B-tests a "
+                  "run's advice (docs/sweeps.md)",
+         {"cfg", "batch", "workers", "imgsz", "amp", "cache", "steps", "warmup", "point_timeout", "data", "name",
+          "project", "resume", "exist_ok", "check_whatif", "train_exe", "verify", "rounds", "advice", "(train keys)"},
+         &sweep},
     };
   }();
   return m;
@@ -97,6 +103,10 @@ std::vector<std::string> translate_args(const std::string& mode, const std::vect
     } else if ((mode == "val" && k == "data") || (mode == "predict" && k == "source")) {
       out.insert(out.end(), {"--" + k, v});
     } else if (mode == "val" || mode == "predict") {
+      out.push_back(a);
+    } else if (mode == "sweep" && (k == "cfg" || k == "verify")) {
+      out.insert(out.end(), {"--" + k, v});
+    } else if (mode == "sweep") {  // grid keys and the children's train keys: yolo11-sweep checks them
       out.push_back(a);
     } else if (mode == "analyze" && (k == "path" || eq == std::string::npos)) {
       out.push_back(v);

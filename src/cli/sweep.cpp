@@ -12,10 +12,9 @@
 
 #include "yolo11/bench/sweep.h"
 #include "yolo11/bench/verify.h"
+#include "yolo11/cli/cli.h"
 
 namespace yolo11::cli {
-
-int sweep(int argc, char** argv);  // declared in src/app/sweep.cpp
 
 namespace {
 

@@ -52,7 +52,11 @@ TEST(Cli, KeyValueArgumentsBecomeEachModesOptions) {
   EXPECT_EQ(translate_args("synth", {"out=d", "max_objects=3"}), (V{"--out", "d", "--max-objects", "3"}));
   EXPECT_THROW(translate_args("synth", {"colour=red"}), std::invalid_argument);
   EXPECT_THROW(translate_args("export", {}), std::invalid_argument);
-  EXPECT_EQ(yolo11::cli::modes().size(), 5u);
+  EXPECT_EQ(translate_args("sweep", {"cfg=c.yaml", "batch=8,16", "imgsz=320", "steps=30"}),
+            (V{"--cfg", "c.yaml", "batch=8,16", "imgsz=320", "steps=30"}));
+  EXPECT_EQ(translate_args("sweep", {"verify=runs/train/x", "advice=workers=2"}),
+            (V{"--verify", "runs/train/x", "advice=workers=2"}));
+  EXPECT_EQ(yolo11::cli::modes().size(), 6u);
 }
 
 TEST(Cli, HelpListsEveryModeAndItsKeys) {

@@ -13,6 +13,7 @@ int val(int argc, char** argv);      ///< yolo11-val --weights W --data D key=va
 int predict(int argc, char** argv);  ///< yolo11-predict --weights W --source S key=value ...
 int analyze(int argc, char** argv);  ///< yolo11-analyze PATH [--json]
 int synth(int argc, char** argv);    ///< yolo11-synth [--out DIR] [--train N] ...
+int sweep(int argc, char** argv);    ///< yolo11-sweep [--cfg FILE] batch=8,16 workers=0,2 ... | --verify RUN_DIR
 
 /// One mode of `yolo11`: its name, a one-line summary, the keys it takes (for `yolo11 help`) and its entry point.
 struct Mode {
@@ -22,13 +23,14 @@ struct Mode {
   int (*run)(int argc, char** argv);
 };
 
-/// train, val, predict, analyze, synth.
+/// train, val, predict, analyze, synth, sweep.
 const std::vector<Mode>& modes();
 
 /// Rewrites Ultralytics-style `key=value` arguments of `mode` into the argument list of its entry point (without
 /// argv[0]): val/predict take weights=W (or model=W.safetensors), data=D and source=S as their --weights/--data/
 /// --source options; analyze takes path=P (or a bare P) and json=true; synth's keys become its --options
-/// (max_objects → --max-objects). Everything else passes through (train passes all). Throws std::invalid_argument
+/// (max_objects → --max-objects); sweep takes cfg=F and verify=RUN_DIR as --cfg F and --verify RUN_DIR. Everything else
+/// passes through (train passes all; sweep's grid keys and the children's keys). Throws std::invalid_argument
 /// for an argument of analyze or synth that is not key=value of a known key.
 std::vector<std::string> translate_args(const std::string& mode, const std::vector<std::string>& args);
 
