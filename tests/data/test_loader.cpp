@@ -263,7 +263,7 @@ TEST(Loader, ValidationPathThroughDatasetAndLoaderMatchesGoldenA2AndC) {
 }
 
 // Loader internals (issue 14): per-transform times of the workers add up to their busy time ("other", the
-// untimed rest, under 5 %); every train image passes through mosaic, perspective, HSV and flip; epoch 0 decodes
+// untimed rest, under 10 %); every train image passes through mosaic, perspective, HSV and flip; epoch 0 decodes
 // (cache=false: the buffer fills), epoch 1 is served from the buffer; validation letterboxes.
 TEST(Loader, PerTransformTimesAddUpToTheWorkersBusyTime) {
   for (int workers : {0, 2}) {
@@ -290,7 +290,9 @@ TEST(Loader, PerTransformTimesAddUpToTheWorkersBusyTime) {
       if (p.name != "other") named += p.total_s;
     }
     EXPECT_NEAR(all, r.busy_s, 1e-6 + 1e-9 * r.busy_s);
-    EXPECT_GT(named, 0.95 * r.busy_s) << r.table();
+    // 4 small images: the untimed rest is a few hundred µs per batch, 1-3 % in a Release build, 5.8 % under TSan
+    // once HSV and the warp got faster (issue 15)
+    EXPECT_GT(named, 0.90 * r.busy_s) << r.table();
     EXPECT_GT(r.utilisation(), 0);
     EXPECT_NE(r.table().find("perspective"), std::string::npos);
   }
