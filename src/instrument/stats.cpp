@@ -102,7 +102,9 @@ bool parse_window_line(const std::string& line, WindowSummary& out) {
 
 std::string format_table(const WindowSummary& w) {
   std::string t;
-  if (w.kind == "epoch") {
+  if (w.kind == "epoch" && w.first_step < 0) {  // every step of the epoch was in the warm-up window
+    t += fmt::format("epoch {} (all its steps in the warm-up window): ", w.epoch);
+  } else if (w.kind == "epoch") {
     t += fmt::format("epoch {} (steps {}-{}): ", w.epoch, w.first_step, w.last_step);
   } else if (w.first_step >= 0) {
     t += fmt::format("{} (steps {}-{}): ", w.kind, w.first_step, w.last_step);

@@ -105,6 +105,8 @@ TEST(Stats, TableListsStagesStepAndEpochLevelStages) {
   for (const char* n : {"dataloader", "backward", "ema", "step", "val"}) EXPECT_NE(t.find(n), std::string::npos) << n;
   EXPECT_NE(t.find("38.2%"), std::string::npos) << t;
   EXPECT_NE(t.find("30.0% of epoch"), std::string::npos) << t;
+  w.first_step = w.last_step = -1;  // instrument_warmup longer than the epoch: no measured step
+  EXPECT_NE(format_table(w).find("epoch 2 (all its steps in the warm-up window)"), std::string::npos);
 }
 
 }  // namespace
