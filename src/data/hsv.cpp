@@ -9,11 +9,12 @@
 //   against all 256 entries of the float64 tables (hsv_lut_affine); where no (K, m) reproduces a table (rare), the
 //   plain OpenCV chain runs instead.
 // - HSV → BGR: OpenCV computes in float32 and its two paths differ: the vector loop (whole groups of 4 vectors, 32
-//   pixels with AVX2) truncates b·255, the scalar tail of each row rounds it (and takes fmod/floor instead of trunc).
-//   Both formulas are replicated with the same float32 operations in the same order (no FMA), and which pixels of a
-//   row take OpenCV's scalar tail is probed at run time on the installed OpenCV (a 2-row image of a pixel where the
-//   two formulas differ), so the result is the reference's on any row width and SIMD width. When the probe does not
-//   fit this model, the plain OpenCV chain runs.
+//   pixels with AVX2) truncates b·255, the scalar tail of each row rounds it. The vector loop's formula is replicated
+//   with the same float32 operations in the same order, including the fused multiply-adds OpenCV's AVX2 build
+//   contracts `1 − s·h` to. Which columns of a row take the scalar tail is probed at run time on the installed OpenCV
+//   (a 2-row image of a pixel where the two paths differ), and OpenCV itself converts those columns. When the probe
+//   does not fit this model, or a once-per-process check on all 2²⁴ inputs finds a difference, the plain OpenCV
+//   chain runs.
 // The exhaustive tests (tests/data/test_transforms.cpp) compare all 2²⁴ HSV inputs and all 2²⁴ BGR inputs against
 // cv::cvtColor.
 #include "yolo11/data/transforms.h"
@@ -22,7 +23,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -301,11 +301,11 @@ int probe_vector_end(int width) {
 }
 
 // Once per process: the kernel against the installed OpenCV on all 2²⁴ inputs, HSV → BGR alone and BGR → HSV → BGR
-// (identity tables), in 16 images of 1024 × 1024. About 0.1 s; on any difference the OpenCV chain is used.
+// (identity tables), in 16 images of 1024 × 1024. About 0.2 s; on any difference the OpenCV chain is used.
 bool kernel_matches_opencv() {
   static const bool ok = [] {
-    if (!have_avx2_fma() || probe_vector_end(1024) < 0) return false;
-    const int vec_end = probe_vector_end(1024);
+    const int vec_end = have_avx2_fma() ? probe_vector_end(1024) : -1;
+    if (vec_end < 0) return false;
     cv::Mat in(1024, 1024, CV_8UC3), got(1024, 1024, CV_8UC3), want, hsv;
     for (uint32_t chunk = 0; chunk < 16; ++chunk) {
       uint8_t* p = in.ptr<uint8_t>();
@@ -363,6 +363,10 @@ void apply_hsv(cv::Mat& img, double r0, double r1, double r2) {
 
 namespace detail {
 bool hsv_kernel_active() { return kernel_matches_opencv(); }
+
+cv::Mat hsv_by_opencv(const cv::Mat& img, double r0, double r1, double r2) {
+  return opencv_chain(img, hsv_luts(r0, r1, r2));
+}
 
 cv::Mat hsv_to_bgr_like_opencv(const cv::Mat& hsv) {
   if (hsv.type() != CV_8UC3) throw std::invalid_argument("hsv_to_bgr_like_opencv: expects CV_8UC3");

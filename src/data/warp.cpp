@@ -92,6 +92,7 @@ __attribute__((target("avx2"))) void warp_row_avx2(const uint8_t* p0, const uint
 // The kernel (see the top of the file); false when M has a rotation or shear or the sizes do not fit.
 bool warp_rows(const cv::Mat& src, cv::Mat& dst, const double* M, cv::Size dsize, const cv::Vec3b& border) {
   if (src.type() != CV_8UC3 || src.empty() || dsize.width <= 0 || dsize.height <= 0) return false;
+  if (!dst.empty() && dst.data == src.data) return false;  // in place: rows are read after earlier rows are written
   // warpAffine's inversion, in its order
   double D = M[0] * M[4] - M[1] * M[3];
   D = D != 0 ? 1. / D : 0;
@@ -101,7 +102,8 @@ bool warp_rows(const cv::Mat& src, cv::Mat& dst, const double* M, cv::Size dsize
   const int w_in = src.cols, h_in = src.rows, w_out = dsize.width, h_out = dsize.height;
   // columns: byte offset of sx in the padded row (which starts at source column xmin) and fx
   const int X0 = round_int(b1 * 1024) + 16;
-  std::vector<int32_t> sx(static_cast<size_t>(w_out) + 8), fx(static_cast<size_t>(w_out) + 8, 0),
+  // fx and off get 8 zero entries past w_out for the last group of 8
+  std::vector<int32_t> sx(static_cast<size_t>(w_out)), fx(static_cast<size_t>(w_out) + 8, 0),
       off(static_cast<size_t>(w_out) + 8, 0);
   int xmin = INT32_MAX, xmax = INT32_MIN;
   for (int x = 0; x < w_out; ++x) {
@@ -143,7 +145,6 @@ bool warp_rows(const cv::Mat& src, cv::Mat& dst, const double* M, cv::Size dsize
   }
   return true;
 }
-
 
 // Once per process: the kernel against the installed cv::warpAffine on 64 small random scale-translate warps and one
 // 1280² → 640² draw (a few ms). Another OpenCV whose warpAffine computes differently → cv::warpAffine is used.

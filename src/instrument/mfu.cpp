@@ -123,9 +123,10 @@ CpuPeak cpu_peak_flops(const std::string& dtype, int threads, bool use_cache) {
   const std::filesystem::path path = peak_cache_path();
   nlohmann::json cache = read_peak_cache(path);
   double fewer_threads_best = 0;  // more threads cannot have a lower peak
-  for (int t = 1; t < p.threads; ++t) fewer_threads_best = std::max(fewer_threads_best, cached_rate(cache, peak_key(p.cpu, t, dtype)));
-  if (use_cache && cached_rate(cache, key) > 0 && cached_rate(cache, key) >= fewer_threads_best) {
-    p.flops_per_s = cache[key]["flops_per_s"].get<double>();
+  for (int t = 1; t < p.threads; ++t)
+    fewer_threads_best = std::max(fewer_threads_best, cached_rate(cache, peak_key(p.cpu, t, dtype)));
+  if (const double cached = cached_rate(cache, key); use_cache && cached > 0 && cached >= fewer_threads_best) {
+    p.flops_per_s = cached;
     p.kernel = cache[key].value("kernel", "");
     p.cached = true;
     p.cache_path = path.string();

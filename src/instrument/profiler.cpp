@@ -42,6 +42,8 @@ const char* to_string(Level level) {
 }
 
 namespace {
+// The dtype the CPU peak is measured in: what the step computes in (bfloat16 autocast under amp).
+const char* cpu_peak_dtype(const ProfilerOptions& o) { return o.amp ? "bfloat16" : "float32"; }
 
 constexpr std::pair<int64_t, int64_t> kDefaultTraceSteps{5, 25};
 
@@ -138,7 +140,7 @@ WindowSummary Profiler::Impl::summarize(const std::string& kind, const Accum& a,
       // A measured CPU peak below what training achieves was measured on a busy machine: say so once, drop it from
       // the cache so the next run measures again, and report MFU as n/a rather than above 100 %.
       peak_rejected = true;
-      const bool forgot = forget_cpu_peak(o.amp ? "bfloat16" : "float32");
+      const bool forgot = forget_cpu_peak(cpu_peak_dtype(o));
       spdlog::warn("MFU n/a: training achieves {:.3g} TFLOP/s, above the CPU peak {:.3g} TFLOP/s ({}), which must have "
                    "been measured on a busy machine; {}",
                    o.train_flops_per_image * w.images_per_s / 1e12, o.peak_flops / 1e12, o.peak_source,
@@ -239,7 +241,7 @@ void Profiler::Impl::find_peak() {
       o.peak_source = gpu.empty() ? "GPU name unknown (no NVML): MFU n/a" : fmt::format("{} not in the peak table: MFU n/a", gpu);
     }
   } else {
-    const CpuPeak p = cpu_peak_flops(o.amp ? "bfloat16" : "float32");
+    const CpuPeak p = cpu_peak_flops(cpu_peak_dtype(o));
     o.peak_flops = p.flops_per_s;
     o.peak_source = fmt::format("CPU measured{}: {} {}, {} threads, {}", p.cached ? " (cached)" : "", p.kernel, p.dtype,
                                 p.threads, p.cpu);

@@ -326,6 +326,11 @@ TEST(RandomPerspective, WarpWithRotationOrShearIsLeftToOpenCV) {
   const double rot[6] = {0.9, 0.1, 0, -0.1, 0.9, 0};
   EXPECT_FALSE(yolo11::data::detail::warp_affine_scale_translate(src, dst, rot, cv::Size(8, 8), cv::Vec3b(114, 114, 114)));
   EXPECT_TRUE(dst.empty());
+  const double scale[6] = {0.5, 0, 1, 0, 0.5, 1};  // in place (dst is src): left to OpenCV, src untouched
+  const cv::Mat before = src.clone();
+  EXPECT_FALSE(
+      yolo11::data::detail::warp_affine_scale_translate(src, src, scale, cv::Size(8, 8), cv::Vec3b(114, 114, 114)));
+  EXPECT_EQ(count_diff(src, before), 0);
 }
 
 // Mosaic's canvas is filled with 114 only where no tile lands; the result must equal Ultralytics' order (a canvas

@@ -65,6 +65,9 @@ namespace detail {
 /// Whether apply_hsv uses its fused kernel: needs AVX2+FMA, and a once-per-process check (~0.1 s) that the kernel
 /// equals the installed OpenCV on all 2^24 inputs; otherwise apply_hsv runs OpenCV's three calls.
 bool hsv_kernel_active();
+/// RandomHSV as the reference computes it: cvtColor(BGR2HSV), one 3-channel cv::LUT, cvtColor(HSV2BGR), on the whole
+/// image (the path apply_hsv falls back to). For benchmarks.
+cv::Mat hsv_by_opencv(const cv::Mat& img, double r0, double r1, double r2);
 /// The kernel's HSV → BGR alone (CV_8UC3, hue range 180): equals cv::cvtColor(COLOR_HSV2BGR) byte for byte; empty
 /// when the kernel is not active. For tests. Throws std::invalid_argument for another type.
 cv::Mat hsv_to_bgr_like_opencv(const cv::Mat& hsv);
