@@ -100,6 +100,7 @@ Loader::Loader(std::shared_ptr<Dataset> ds, AugmentOptions aug, LoaderOptions op
   for (int i = 0; i < std::max(0, opt_.workers); ++i) {
     threads_.emplace_back([this, i] {
       instrument::name_this_thread(("loader " + std::to_string(i)).c_str());  // NVTX + trace.json track name
+      rec_->register_worker_thread(i);  // worker_cpu_seconds(): the what-if's CPU contention (instrument/whatif.h)
       worker_loop(i);
     });
   }

@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <ctime>
 
 namespace yolo11::data {
 
@@ -53,6 +56,7 @@ struct LoaderRecorder::Impl {
   std::array<int64_t, kParts> calls{};
   std::vector<int64_t> busy_ns;
   int64_t t_take = 0, batches = 0, images = 0;
+  std::vector<clockid_t> cpu_clocks;  // per registered worker thread (CLOCK_THREAD_CPUTIME_ID of that thread)
 };
 
 LoaderRecorder::LoaderRecorder(int workers) : impl_(std::make_unique<Impl>()) {
@@ -63,6 +67,23 @@ LoaderRecorder::LoaderRecorder(int workers) : impl_(std::make_unique<Impl>()) {
 }
 
 LoaderRecorder::~LoaderRecorder() = default;
+
+void LoaderRecorder::register_worker_thread(int /*worker*/) {
+  clockid_t id;
+  if (pthread_getcpuclockid(pthread_self(), &id) != 0) return;  // no per-thread CPU clock: cpu_seconds() leaves it out
+  std::lock_guard<std::mutex> lk(impl_->m);
+  impl_->cpu_clocks.push_back(id);
+}
+
+double LoaderRecorder::cpu_seconds() const {
+  std::lock_guard<std::mutex> lk(impl_->m);
+  double s = 0;
+  for (const clockid_t id : impl_->cpu_clocks) {
+    timespec ts{};
+    if (clock_gettime(id, &ts) == 0) s += static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
+  return s;
+}
 
 void LoaderRecorder::begin_batch(int worker) {
   BatchRecord& r = impl_->current.at(static_cast<size_t>(worker));

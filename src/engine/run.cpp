@@ -214,9 +214,16 @@ void setup_instrumentation(Run& r) {
   po.cache = cfg.cache;
   po.amp = r.amp.autocast;
   po.cores = r.cores;
+  po.threads = r.threads;
   po.device = r.device.str();
   po.log_lines = false;  // the console logger logs take_window_line() itself, after its progress line
   r.prof = std::make_unique<instrument::Profiler>(po);
+  if (cfg.workers > 0 && r.train_loader) {  // the workers' CPU time: the what-if's CPU contention (instrument/whatif.h)
+    r.prof->set_loader_cpu_clock([loader = std::weak_ptr<data::Loader>(r.train_loader)] {
+      const auto l = loader.lock();
+      return l ? l->worker_cpu_seconds() : -1.0;
+    });
+  }
 }
 
 }  // namespace

@@ -98,6 +98,11 @@ std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vect
       if (col.count("gpu_mem_mb")) w.gpu_mem_mb = num(f[col["gpu_mem_mb"]], where);
       if (col.count("mfu") && col["mfu"] < f.size()) w.mfu = num(f[col["mfu"]], where);  // written since issue 14
       if (col.count("tflops") && col["tflops"] < f.size()) w.tflops = num(f[col["tflops"]], where);
+      // loader_cpu_s / loader_cpu_wait_s: written since the what-if's CPU contention (issue 13)
+      if (col.count("loader_cpu_s") && col.count("loader_cpu_wait_s") && col["loader_cpu_wait_s"] < f.size()) {
+        w.loader_cpu_s = num(f[col["loader_cpu_s"]], where);
+        w.loader_cpu_wait_s = num(f[col["loader_cpu_wait_s"]], where);
+      }
       into.push_back(w);
     }
     WindowSummary& w = into.back();
@@ -158,6 +163,8 @@ WindowSummary combine_windows(const std::vector<WindowSummary>& windows) {
   std::map<std::string, std::vector<const StageSummary*>> by_name;
   std::vector<double> step_p50, step_p95;
   double gpu_sum = 0, gpu_w = 0, cpu_sum = 0, cpu_w = 0;
+  double loader_cpu = 0, loader_cpu_wait = 0;
+  bool loader_cpu_known = !windows.empty();  // only when every window has it
   for (const auto& w : windows) {
     const int64_t steps = std::max<int64_t>(1, w.steps);
     r.steps += steps;
@@ -171,6 +178,12 @@ WindowSummary combine_windows(const std::vector<WindowSummary>& windows) {
     r.last_step = std::max(r.last_step, w.last_step);
     if (w.gpu_util >= 0) gpu_sum += w.gpu_util * steps, gpu_w += steps;
     if (w.cpu_percent >= 0) cpu_sum += w.cpu_percent * steps, cpu_w += steps;
+    if (w.loader_cpu_s >= 0 && w.loader_cpu_wait_s >= 0) {
+      loader_cpu += w.loader_cpu_s;
+      loader_cpu_wait += w.loader_cpu_wait_s;
+    } else {
+      loader_cpu_known = false;
+    }
     r.rss_mb = std::max(r.rss_mb, w.rss_mb);
     r.gpu_mem_mb = std::max(r.gpu_mem_mb, w.gpu_mem_mb);
     for (const auto& s : w.stages) {
@@ -184,6 +197,7 @@ WindowSummary combine_windows(const std::vector<WindowSummary>& windows) {
   r.step.share = 1.0;
   r.gpu_util = gpu_w > 0 ? gpu_sum / gpu_w : -1;
   r.cpu_percent = cpu_w > 0 ? cpu_sum / cpu_w : -1;
+  if (loader_cpu_known) r.loader_cpu_s = loader_cpu, r.loader_cpu_wait_s = loader_cpu_wait;
   // Known stages in log order first, then the others in order of appearance.
   std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
     auto rank = [](const std::string& n) {
@@ -242,6 +256,7 @@ AdviceContext load_context(const fs::path& dir, std::string& source) {
       c.cache = o.value("cache", c.cache);
       c.amp = o.value("amp", c.amp);
       c.cores = o.value("cores", c.cores);
+      c.threads = o.value("threads", c.threads);
       c.device = o.value("device", c.device);
       c.sync = o.value("sync", c.sync);
       source = "summary.json";
@@ -337,8 +352,8 @@ AnalyzeResult analyze_run(const std::string& path) {
                            "defaults; analyze the run directory for advice that names its real settings"
                          : "from " + r.context_source);
   rep += "diagnosis: " + r.diagnosis.to_string() + "\n";
-  if (const std::string wi = format_what_if(what_if(r.overall, r.context.workers), r.overall.step.mean); !wi.empty())
-    rep += wi + "\n";
+  const auto wi = format_what_if(what_if(r.overall, r.context.workers, cpu_share(r.context)), r.overall.step.mean);
+  if (!wi.empty()) rep += wi + "\n";
   if (const auto c = read_advice_check(dir.string()))  // yolo11-sweep --verify RUN_DIR, verify_advice=true
     rep += "advice check: " + format_advice_check(*c) + "\n";
   if (fs::exists(dir / "ops.csv")) {  // profile_ops: the operator table of its window (ops_profile.h)

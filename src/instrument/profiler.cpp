@@ -69,6 +69,17 @@ void Profiler::Impl::new_step_record() {
   cur.seconds.assign(names.size(), 0.0);
   cur.ran.assign(names.size(), 0);
   cur.pending.clear();
+  cur.loader_cpu = -1;
+  cur.loader_cpu_wait = 0;
+}
+
+double Profiler::Impl::read_loader_clock() const {
+  if (!loader_cpu_clock) return -1;
+  try {
+    return loader_cpu_clock();
+  } catch (const std::exception&) {
+    return -1;
+  }
 }
 
 // GPU durations of the steps in the window: non-blocking queries first, then a wait on what is left
@@ -123,6 +134,11 @@ WindowSummary Profiler::Impl::summarize(const std::string& kind, const Accum& a,
   if (with_epoch_level) {
     for (auto& st : epoch_level_summaries(epoch_wall)) w.stages.push_back(std::move(st));
   }
+  if (a.loader_cpu_steps > 0 && a.steps() > 0) {  // steps without a reading (none in practice) at the others' rate
+    const double k = static_cast<double>(a.steps()) / static_cast<double>(a.loader_cpu_steps);
+    w.loader_cpu_s = a.loader_cpu * k;
+    w.loader_cpu_wait_s = a.loader_cpu_wait * k;
+  }
   if (sampler && a.t1_ns > a.t0_ns) {
     const SampleAggregate g = sampler->aggregate(a.t0_ns, a.t1_ns);
     w.gpu_util = g.gpu_util;
@@ -160,6 +176,11 @@ void Profiler::Impl::add_to(Accum& a, const StepRecord& r) {
   a.step.push_back(r.wall);
   for (size_t i = 0; i < names.size(); ++i) {
     if (r.ran[i]) a.stage[i].push_back(r.seconds[i]);
+  }
+  if (r.loader_cpu >= 0) {
+    a.loader_cpu += r.loader_cpu;
+    a.loader_cpu_wait += std::min(r.loader_cpu_wait, r.loader_cpu);
+    ++a.loader_cpu_steps;
   }
 }
 
@@ -285,7 +306,7 @@ Profiler::Profiler(ProfilerOptions opts) : impl_(std::make_unique<Impl>()) {
   }
   if (o.level == Level::full && !o.trace_steps) o.trace_steps = kDefaultTraceSteps;
   if (o.cores <= 0) o.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  m.ctx = AdviceContext{o.workers, o.batch, o.imgsz, o.cache, o.amp, o.cores, o.device, o.sync};
+  m.ctx = AdviceContext{o.workers, o.batch, o.imgsz, o.cache, o.amp, o.cores, o.device, o.sync, o.threads};
   m.cuda_timing = o.cuda && !o.sync && compat::cuda_available();
   if (o.cuda && !compat::cuda_available()) {
     spdlog::warn("instrument: cuda=true but this build/device has no CUDA; timing with wall clock");
@@ -358,6 +379,7 @@ void Profiler::begin_epoch(int64_t epoch) {
   m.epoch_acc.epoch = epoch;
   m.epoch_acc.t0_ns = m.epoch_t0;
   m.window_t0 = m.epoch_t0;
+  m.loader_cpu_last = m.read_loader_clock();  // the loader's work between epochs (prefetch during val) is not a step's
   const std::string msg = fmt::format("epoch {}", epoch);
   m.epoch_nvtx = nvtx::start(msg.c_str());
 }
@@ -409,6 +431,7 @@ Stage Profiler::stage(const char* name) {
   nvtx::push(name);
   s.start_ns_ = now_ns();
   if (m.gpu_timed[static_cast<size_t>(s.index_)] && m.step_open) s.event_slot_ = m.events->start();
+  if (s.index_ == 0 && m.loader_cpu_clock) m.loader_cpu_wait_t0 = m.read_loader_clock();  // "dataloader": the wait
   return s;
 }
 
@@ -422,6 +445,11 @@ void Profiler::end_stage(Stage& s) {
   if (m.ops) m.ops->pop();
   trace::complete(m.names[idx], s.start_ns_, end);
   const double wall = static_cast<double>(end - s.start_ns_) * 1e-9;
+  if (idx == 0 && m.loader_cpu_wait_t0 >= 0) {  // the loader's CPU time while the trainer waited for this batch
+    const double v = m.read_loader_clock();
+    if (v >= m.loader_cpu_wait_t0) m.cur.loader_cpu_wait += v - m.loader_cpu_wait_t0;
+    m.loader_cpu_wait_t0 = -1;
+  }
   if (m.step_open && !m.per_epoch[idx]) {
     m.cur.ran[idx] = 1;
     if (s.event_slot_ >= 0) {
@@ -449,6 +477,11 @@ void Profiler::end_step(int64_t images) {
     trace::complete(fmt::format("ProfilerStep#{}", m.cur.step), m.step_t0, end, m.cur.step);
   m.cur.wall = static_cast<double>(end - m.step_t0) * 1e-9;
   m.cur.images = images;
+  if (m.loader_cpu_clock) {  // the loader's CPU time since the previous step's end: this step's share of it
+    const double v = m.read_loader_clock();
+    if (v >= 0 && m.loader_cpu_last >= 0 && v >= m.loader_cpu_last) m.cur.loader_cpu = v - m.loader_cpu_last;
+    m.loader_cpu_last = v;
+  }
   if (m.ops && m.ops->active()) {  // our timers over the profiled steps (CUDA-event stages resolve later: n/a)
     for (size_t i = 0; i < m.names.size(); ++i)
       if (m.cur.ran[i] && !m.gpu_timed[i]) m.ops->add_timer(m.names[i], m.cur.seconds[i]);
@@ -471,6 +504,12 @@ std::optional<std::string> Profiler::take_window_line() {
   std::optional<std::string> l;
   std::swap(l, impl_->pending_line);
   return l;
+}
+
+void Profiler::set_loader_cpu_clock(std::function<double()> cumulative_cpu_s) {
+  if (!enabled_) return;
+  impl_->loader_cpu_clock = std::move(cumulative_cpu_s);
+  impl_->loader_cpu_last = impl_->read_loader_clock();
 }
 
 void Profiler::set_queue_depth(size_t depth) {
@@ -502,7 +541,8 @@ std::string Profiler::end_epoch() {
   m.closed_epoch_wall = epoch_wall;
   for (auto& v : m.epoch_level) v.clear();  // stages ending from here on are this epoch's "late" stages
   std::string table = format_table(w) + "diagnosis: " + d.to_string();
-  if (const std::string wi = format_what_if(what_if(w, m.ctx.workers), w.step.mean); !wi.empty()) table += "\n" + wi;
+  const std::string wi = format_what_if(what_if(w, m.ctx.workers, cpu_share(m.ctx)), w.step.mean);
+  if (!wi.empty()) table += "\n" + wi;
   return table;
 }
 

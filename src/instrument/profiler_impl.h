@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,8 @@ struct Accum {
   int64_t t0_ns = 0, t1_ns = 0;
   std::vector<double> step;                // wall seconds per step
   std::vector<std::vector<double>> stage;  // per stage: seconds per step in which it ran / per call (epoch-level)
+  double loader_cpu = 0, loader_cpu_wait = 0;  // Σ over the steps that have them (loader_cpu_steps)
+  int64_t loader_cpu_steps = 0;
   void reset(size_t n_stages) {
     *this = Accum();
     stage.resize(n_stages);
@@ -40,6 +43,7 @@ struct StepRecord {
   std::vector<double> seconds;  // per stage, summed over calls in the step
   std::vector<char> ran;
   std::vector<std::pair<int, int>> pending;  // (stage index, event slot)
+  double loader_cpu = -1, loader_cpu_wait = 0;  // loader workers' CPU s in this step / in its dataloader stage; −1 n/a
 };
 
 }  // namespace detail
@@ -58,6 +62,11 @@ struct Profiler::Impl {
   std::unique_ptr<compat::EventTimer> events;
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<OpsProfiler> ops;  // profile_ops window (null without one)
+  std::function<double()> loader_cpu_clock;  // set_loader_cpu_clock; empty = none
+  double loader_cpu_last = -1;               // clock at the previous step end (or epoch start); −1 = no baseline
+  double loader_cpu_wait_t0 = -1;            // clock when the open "dataloader" stage began
+  /// The loader clock (negative when there is none or it failed).
+  double read_loader_clock() const;
 
   int64_t t_start = 0;
   int64_t epoch = -1;

@@ -265,6 +265,23 @@ TEST(Loader, ValidationPathThroughDatasetAndLoaderMatchesGoldenA2AndC) {
 // Loader internals (issue 14): per-transform times of the workers add up to their busy time ("other", the
 // untimed rest, under 10 %); every train image passes through mosaic, perspective, HSV and flip; epoch 0 decodes
 // (cache=false: the buffer fills), epoch 1 is served from the buffer; validation letterboxes.
+TEST(Loader, WorkerCpuSecondsAreTheWorkersCpuTimeWithinTheirBusyTime) {
+  // The what-if's CPU contention reads the workers' thread CPU clocks (instrument/whatif.h).
+  Loader l(coco8(true, 160), AugmentOptions{.imgsz = 160}, LoaderOptions{.batch = 2, .workers = 2, .seed = 1});
+  EXPECT_GE(l.worker_cpu_seconds(), 0.0);
+  (void)run_epoch(l, 0);
+  (void)run_epoch(l, 1);
+  const double cpu = l.worker_cpu_seconds();
+  const LoaderReport r = l.take_stats();
+  EXPECT_GT(cpu, 0.0);
+  // Batches are all the workers do; their CPU time cannot exceed their wall time building them (plus start-up).
+  EXPECT_LE(cpu, r.busy_s + 0.05) << r.table();
+  EXPECT_GE(l.worker_cpu_seconds(), cpu);  // cumulative: take_stats() does not reset it
+  Loader sync(coco8(true, 160), AugmentOptions{.imgsz = 160}, LoaderOptions{.batch = 2, .workers = 0, .seed = 1});
+  (void)run_epoch(sync, 0);
+  EXPECT_EQ(sync.worker_cpu_seconds(), 0.0) << "the synchronous loader builds on the caller's thread";
+}
+
 TEST(Loader, PerTransformTimesAddUpToTheWorkersBusyTime) {
   for (int workers : {0, 2}) {
     SCOPED_TRACE("workers " + std::to_string(workers));

@@ -61,6 +61,9 @@ class Loader {
 
   /// Per-transform timing of the workers since the previous call (loader_stats.h); any thread.
   LoaderReport take_stats() { return rec_->take(); }
+  /// CPU time the worker threads have used since they started (s, Σ over workers; asleep or blocked does not count).
+  /// 0 with workers = 0 (batches are then built on the caller's thread). Any thread.
+  double worker_cpu_seconds() const { return rec_->cpu_seconds(); }
 
   /// Builds batch `b` of the current epoch order synchronously (what workers run). Exposed for benchmarks/tests.
   Batch build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,

@@ -57,6 +57,11 @@ class LoaderRecorder {
  public:
   explicit LoaderRecorder(int workers);
   ~LoaderRecorder();
+  /// On each worker thread, once, before its first batch: its CPU clock joins cpu_seconds().
+  void register_worker_thread(int worker);
+  /// Σ over the registered worker threads of their CPU time since they started (s; the threads' own CPU clocks, so
+  /// time asleep or blocked does not count). 0 without registered threads. Any thread; a few µs per worker.
+  double cpu_seconds() const;
   /// On the worker thread, around building one batch of `images` images.
   void begin_batch(int worker);
   void end_batch(int worker, int64_t images);

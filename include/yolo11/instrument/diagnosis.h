@@ -33,6 +33,7 @@ struct AdviceContext {
   int cores = 1;
   std::string device = "cpu";
   bool sync = false;  ///< profiler sync mode (a device sync per stage inflates optimizer/sync time)
+  int threads = 0;    ///< intra-op compute threads (the what-if's CPU contention, whatif.h); 0 = unknown
 };
 
 struct Diagnosis {

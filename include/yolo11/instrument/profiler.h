@@ -20,6 +20,7 @@
 // ScopedRange (range.h) from any thread.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -94,6 +95,7 @@ struct ProfilerOptions {
   std::string cache = "False";  ///< "False" | "ram" | "disk"
   bool amp = true;
   int cores = 0;             ///< 0 → std::thread::hardware_concurrency()
+  int threads = 0;           ///< intra-op threads of the compute (at::get_num_threads()); 0 = unknown
   std::string device = "cpu";
   DiagnosisThresholds thresholds;
 };
@@ -152,6 +154,11 @@ class Profiler {
   /// "dataloader: 0.214s (38%), h2d: ... step: 0.560s, 28.6 img/s, data-wait 38%, GPU 54%".
   std::optional<std::string> take_window_line();
   void set_queue_depth(size_t depth);  ///< loader prefetch queue depth (trace counter); any thread
+  /// The loader workers' cumulative CPU seconds (data::Loader::worker_cpu_seconds; negative = gone). Read on the
+  /// trainer thread at each step's end and around its "dataloader" stage, it gives every window its
+  /// loader_cpu_s and loader_cpu_wait_s (stats.h): the what-if's measure of how much CPU the loader took from the
+  /// compute (whatif.h). Without a clock both stay n/a.
+  void set_loader_cpu_clock(std::function<double()> cumulative_cpu_s);
   /// Closes the epoch's statistics (flushes a partial window); returns the table (stage, mean, p50, p95, max,
   /// % of step) with the epoch's diagnosis; rows also appended to breakdown.csv (kind "epoch"). The "epoch N"
   /// range itself stays open until the next begin_epoch() or finish(), so stages run after taking the table

@@ -33,6 +33,10 @@ struct WindowSummary {
   double sm_active = -1, sm_occupancy = -1, tensor_active = -1, dram_bw = -1;  ///< NVML GPM means, %; −1 = n/a
   double tflops = -1;                ///< achieved training TFLOP/s (FLOPs per image × img/s); −1 = n/a
   double mfu = -1;                   ///< model FLOPs utilisation, tflops / peak (0..1); −1 = n/a
+  /// CPU time the loader workers used during the window's steps (s, Σ over workers, from their thread CPU clocks),
+  /// and the part of it that fell inside the trainer's "dataloader" stage (its wait); −1 = n/a (no clock, or the
+  /// synchronous loader). The rest ran while the trainer computed: on a CPU device it competed with the compute.
+  double loader_cpu_s = -1, loader_cpu_wait_s = -1;
 
   /// The stage of that name, or nullptr.
   const StageSummary* find(const std::string& name) const;
