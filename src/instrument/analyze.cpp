@@ -344,9 +344,10 @@ AnalyzeResult analyze_run(const std::string& path) {
     rep += fmt::format("worst data wait: {:.0f}% of step in window {}{}\n", 100.0 * w.share("dataloader"), worst,
                        w.first_step >= 0 ? fmt::format(" (steps {}-{})", w.first_step, w.last_step) : "");
   }
-  rep += fmt::format("context: workers={} batch={} imgsz={} cache={} amp={} cores={} device={} ({})\n",
+  rep += fmt::format("context: workers={} batch={} imgsz={} cache={} amp={} cores={}{} device={} ({})\n",
                      r.context.workers, r.context.batch, r.context.imgsz, r.context.cache,
-                     r.context.amp ? "True" : "False", r.context.cores, r.context.device,
+                     r.context.amp ? "True" : "False", r.context.cores,
+                     r.context.threads > 0 ? fmt::format(" threads={}", r.context.threads) : "", r.context.device,
                      r.context_source.empty()
                          ? "UNKNOWN: no summary.json or args.yaml beside the log, so the advice assumes Ultralytics' "
                            "defaults; analyze the run directory for advice that names its real settings"
