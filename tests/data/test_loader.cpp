@@ -9,6 +9,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "golden.h"
+#include "sanitizer.h"
 #include "yolo11/data/loader.h"
 
 using namespace yolo11::data;
@@ -308,8 +309,10 @@ TEST(Loader, PerTransformTimesAddUpToTheWorkersBusyTime) {
     }
     EXPECT_NEAR(all, r.busy_s, 1e-6 + 1e-9 * r.busy_s);
     // 4 small images: the untimed rest is a few hundred µs per batch, 1-3 % in a Release build, 5.8 % under TSan
-    // once HSV and the warp got faster (issue 15)
-    EXPECT_GT(named, 0.90 * r.busy_s) << r.table();
+    // once HSV and the warp got faster (issue 15). Under ASan on a slow host one batch's rest reached 4.3 ms of a
+    // 12.5 ms epoch (25 %): the sanitizer slows our glue code, not OpenCV's kernels. The bound there only checks that
+    // the parts are timed at all (sanitizer.h).
+    EXPECT_GT(named, (yolo11::test::kSanitized ? 0.50 : 0.90) * r.busy_s) << r.table();
     EXPECT_GT(r.utilisation(), 0);
     EXPECT_NE(r.table().find("perspective"), std::string::npos);
   }

@@ -13,13 +13,8 @@
 #include "yolo11/io/file.h"
 #include "yolo11/loss/detection_loss.h"
 #include "yolo11/model/yolo.h"
+#include "sanitizer.h"
 
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
 namespace yolo11::instrument {
 namespace {
 
@@ -163,7 +158,7 @@ TEST(OpsProfile, YoloStepWindowWritesFilesConvolutionsLeadAndStagesAddUp) {
     const double steps = 2, tol = (loss ? 0.60 : 0.25) * s->timer_us + 2000 * steps;
     // Under a sanitizer our own host code in the loss (the assigner's candidate gathering) runs several times slower
     // while LibTorch's kernels do not (they are not instrumented): there the loss' operators were 23 % of its timer.
-    if (!(kSanitized && loss)) {
+    if (!(test::kSanitized && loss)) {
       EXPECT_NEAR(s->ops_self_us, s->timer_us, tol) << st << "\n" << io::read_file(dir + "/ops.txt");
     }
     EXPECT_LE(s->ops_self_us, s->scope_us * 1.001 + 1) << st;
