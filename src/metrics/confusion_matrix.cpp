@@ -13,14 +13,11 @@
 #include "yolo11/loss/iou.h"
 
 namespace yolo11::metrics {
-namespace {
 
-std::vector<double> to_vec(const at::Tensor& t) {
+std::vector<double> to_doubles(const at::Tensor& t) {
   auto c = t.detach().to(torch::kCPU, torch::kDouble).contiguous().view({-1});
   return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
 }
-
-}  // namespace
 
 ConfusionMatrix::ConfusionMatrix(int64_t nc, double conf, double iou_thres)
     : nc_(nc), conf_(conf), iou_thres_(iou_thres), m_(nc + 1, std::vector<double>(nc + 1, 0.0)) {
@@ -29,11 +26,11 @@ ConfusionMatrix::ConfusionMatrix(int64_t nc, double conf, double iou_thres)
 
 void ConfusionMatrix::process_batch(const at::Tensor& pred, const at::Tensor& gt_cls, const at::Tensor& gt_boxes) {
   auto det = pred.detach().to(torch::kCPU, torch::kFloat).view({-1, 6});
-  const auto gcls = to_vec(gt_cls);
+  const auto gcls = to_doubles(gt_cls);
   const int64_t m = static_cast<int64_t>(gcls.size());
   auto conf = det.select(1, 4);
   if (m == 0) {
-    for (double c : to_vec(det.select(1, 5).masked_select(conf > conf_))) m_[static_cast<int64_t>(c)][nc_] += 1;
+    for (double c : to_doubles(det.select(1, 5).masked_select(conf > conf_))) m_[static_cast<int64_t>(c)][nc_] += 1;
     return;
   }
   if (det.size(0) == 0) {
@@ -41,7 +38,7 @@ void ConfusionMatrix::process_batch(const at::Tensor& pred, const at::Tensor& gt
     return;
   }
   det = det.index_select(0, (conf > conf_).nonzero().view({-1}));
-  const auto dcls = to_vec(det.select(1, 5));
+  const auto dcls = to_doubles(det.select(1, 5));
   const int64_t n = det.size(0);
   auto iou = loss::box_iou(gt_boxes.to(torch::kCPU).view({-1, 4}), det.narrow(1, 0, 4)).contiguous();
   auto ia = iou.accessor<float, 2>();

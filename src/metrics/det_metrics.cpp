@@ -26,11 +26,6 @@ std::vector<double> linspace01(int n) {
   return x;
 }
 
-std::vector<double> to_vec(const at::Tensor& t) {
-  auto c = t.detach().to(torch::kCPU, torch::kDouble).contiguous().view({-1});
-  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
-}
-
 /// numpy.convolve(y padded by nf//2 edge values, ones(nf)/nf, "valid") with nf = round(len·f·2)//2 + 1.
 std::vector<double> smooth(const std::vector<double>& y, double f) {
   const int64_t n = static_cast<int64_t>(y.size());
@@ -150,9 +145,9 @@ ApPerClass ap_per_class(const at::Tensor& tp_in, const at::Tensor& conf_in, cons
   if (tp_in.size(0) != n || pred_cls_in.numel() != n || (n > 0 && tp_in.size(1) != kNumIou))
     throw std::runtime_error("ap_per_class: tp must be (N, 10) with N = conf.numel() = pred_cls.numel()");
   auto tp_t = tp_in.to(torch::kCPU, torch::kBool).contiguous();
-  const auto conf = to_vec(conf_in.to(torch::kFloat));
-  const auto pcls = to_vec(pred_cls_in);
-  const auto tcls = to_vec(target_cls_in);
+  const auto conf = to_doubles(conf_in.to(torch::kFloat));
+  const auto pcls = to_doubles(pred_cls_in);
+  const auto tcls = to_doubles(target_cls_in);
   // Order by confidence, descending (stable).
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
@@ -256,8 +251,8 @@ void DetMetrics::update(const at::Tensor& pred_in, const at::Tensor& gt_cls_in, 
   auto gt_cls = gt_cls_in.detach().to(torch::kCPU, torch::kDouble).view({-1});
   auto gt_boxes = gt_boxes_in.detach().to(torch::kCPU, torch::kFloat).view({-1, 4});
   std::set<int64_t> present;
-  for (double c : to_vec(gt_cls)) present.insert(check_class(c, nc, "ground-truth"));
-  for (double c : to_vec(pred.select(1, 5))) check_class(c, nc, "predicted");
+  for (double c : to_doubles(gt_cls)) present.insert(check_class(c, nc, "ground-truth"));
+  for (double c : to_doubles(pred.select(1, 5))) check_class(c, nc, "predicted");
   for (int64_t c : present) images_per_class_[c]++;
   ++seen_;
   auto pcls = pred.select(1, 5);

@@ -9,6 +9,9 @@
 
 namespace yolo11::metrics {
 
+/// Any tensor's elements, flattened in row-major order, as float64 values on the CPU (shared by the metrics).
+std::vector<double> to_doubles(const at::Tensor& t);
+
 /// Confusion matrix (nc + 1) × (nc + 1): rows = predicted class (nc = background), columns = true class.
 class ConfusionMatrix {
  public:
