@@ -5,7 +5,8 @@
 # OpenCV) took 13.7 s at -O3 against 4.2 s without it, interrupt.cpp 12.1 s against 4.0 s. About 60 of the ~165
 # translation units need no LibTorch at all (the data pipeline, the CLI, the sweep, most of the instrumentation).
 #
-# yolo11_skip_pch_where_torch_free(<target>) gives SKIP_PRECOMPILE_HEADERS to each source of <target> whose #include
+# yolo11_skip_pch_where_torch_free(<target>) gives SKIP_PRECOMPILE_HEADERS (and SKIP_UNITY_BUILD_INCLUSION: with
+# YOLO11_UNITY_BUILD the unity batches hold the sources that use LibTorch) to each source of <target> whose #include
 # closure within this project reaches no LibTorch header. The scan is textual and conservative: any #include line
 # counts, whatever #if surrounds it; headers outside this project (OpenCV, spdlog, ...) are not followed, since none
 # of them includes LibTorch. A source marked torch-free that starts to use LibTorch without including it fails to
@@ -77,7 +78,9 @@ function(yolo11_skip_pch_where_torch_free target)
     endif()
   endforeach()
   if(free)
-    set_source_files_properties(${free} TARGET_DIRECTORY ${target} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+    # Torch-free sources also stay out of unity batches (YOLO11_UNITY_BUILD): a batch carries the PCH.
+    set_source_files_properties(${free} TARGET_DIRECTORY ${target} PROPERTIES SKIP_PRECOMPILE_HEADERS ON
+                                                                              SKIP_UNITY_BUILD_INCLUSION ON)
   endif()
   set_property(GLOBAL APPEND PROPERTY YOLO11_TORCH_FREE_SOURCES ${free})
 endfunction()
