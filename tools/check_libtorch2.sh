@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Compile check against LibTorch 2.x (issue 12): every translation unit of the real build (library, apps,
-# tests, benchmarks, as listed in BUILD_DIR/compile_commands.json) is compiled with -fsyntax-only against
+# tests, benchmarks, as listed in BUILD_DIR/compile_commands.json: the unity batches when YOLO11_UNITY_BUILD is on,
+# which cover every source that uses LibTorch) is compiled with -fsyntax-only against
 #   cpu214   Debian's libtorch-dev 2.14 (unstable), C++20                     (LibTorch >= 2.13 needs C++20)
 #   cuda26   Debian's libtorch-cuda-dev 2.6 (trixie contrib), C++17, YOLO11_HAS_CUDA/NCCL on, CUDA headers
-#            from /usr/local/cuda (skipped with a message when they are absent)
+#            from /usr/local/cuda (skipped with a message when they are absent); by default only the sources with
+#            CUDA/NCCL preprocessor lines (in themselves or their project headers), YOLO11_LIBTORCH2_CUDA26=all: all
 # with the build's own flags and -Werror. Debian's 1.13 headers (/usr/include/{ATen,c10,caffe2,torch}) are kept
 # out of the include path: /usr/include is replaced by a symlink overlay without them (-nostdinc + gcc's own
 # search list). A precompiled header of include/yolo11/pch.h is built per variant.
@@ -138,8 +140,42 @@ def finish(args):
 
 entries = [e for e in json.load(open(os.path.join(build, "compile_commands.json")))
            if not e["file"].endswith("cmake_pch.hxx.cxx")]
-lib_entry = next(e for e in entries if "/src/" in e["file"] and "/src/app/" not in e["file"])
-dist_entry = next(e for e in entries if e["file"].endswith("src/dist/dist.cpp"))
+# the library's flags: an entry compiled into CMakeFiles/yolo11.dir with the precompiled header (a unity batch when
+# YOLO11_UNITY_BUILD is on, a single source otherwise)
+def output(e):
+    a = shlex.split(e["command"]) if "command" in e else list(e["arguments"])
+    return a[a.index("-o") + 1] if "-o" in a else ""
+lib_entry = next(e for e in entries if output(e).startswith("CMakeFiles/yolo11.dir/") and base_args(e)[1])
+dist_cpp = os.path.join(root, "src", "dist", "dist.cpp")
+
+# cuda26's scope (YOLO11_LIBTORCH2_CUDA26): "all" checks every entry; "cuda" (the default) checks the entries (unity
+# batches or single sources) holding a source whose text or project headers have a preprocessor line naming CUDA or
+# NCCL (#ifdef YOLO11_HAS_CUDA, #include <ATen/cuda/...>). Every other source preprocesses to the same code with the
+# CUDA macros on or off, and cpu214 already checks it against LibTorch 2.x; the full pass costs as much again.
+CUDA_LINE = re.compile(r"^\s*#.*(YOLO11_HAS_CUDA|YOLO11_HAS_NCCL|USE_CUDA|\bcuda|\bnccl)", re.M | re.I)
+INC_LINE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+inc_dirs = [os.path.join(root, "include"), os.path.join(root, build, "include"), os.path.join(root, "tests", "common")]
+memo = {}
+def cuda_sensitive(path, seen=()):
+    if path in memo: return memo[path]
+    if path in seen: return False
+    text = open(path, errors="replace").read()
+    hit = bool(CUDA_LINE.search(text))
+    for name in INC_LINE.findall(text):
+        if hit: break
+        for d in [os.path.dirname(path)] + inc_dirs:
+            h = os.path.join(d, name)
+            if os.path.isfile(h):
+                hit = cuda_sensitive(os.path.realpath(h), seen + (path,)); break
+    memo[path] = hit
+    return hit
+def sources_of(e):  # a unity batch (YOLO11_UNITY_BUILD) names its sources as #include "<absolute path>"
+    f = os.path.join(e["directory"], e["file"])
+    if "/Unity/unity_" not in f: return [f]
+    return re.findall(r'^#include "([^"]+)"', open(f).read(), re.M)
+def cuda_entries():
+    return [e for e in entries if any(cuda_sensitive(os.path.realpath(src)) for src in sources_of(e))]
+cuda_scope = os.environ.get("YOLO11_LIBTORCH2_CUDA26", "cuda")
 work = os.environ["WORK"]
 
 def run(args, cwd):
@@ -149,9 +185,9 @@ def run(args, cwd):
 failed = False
 # ---- negative controls ----
 if "cpu214" in variants:
-    a, _ = base_args(dist_entry)
-    args = finish(a + ["-std=c++17"] + variant_flags("cpu214")[1:]) + ["-c", dist_entry["file"]]
-    rc, log = run(args, dist_entry["directory"])
+    a, _ = base_args(lib_entry)
+    args = finish(a + ["-std=c++17"] + variant_flags("cpu214")[1:]) + ["-c", dist_cpp]
+    rc, log = run(args, lib_entry["directory"])
     ok = rc != 0 and "C++20 or later" in log
     print(f"[lt2] negative control 1 (src/dist/dist.cpp, 2.14, -std=c++17 must hit ATen's C++20 #error): "
           f"{'failed as it should' if ok else 'DID NOT FAIL AS EXPECTED'}")
@@ -162,7 +198,7 @@ if "cpu214" in variants:
                  "#define USE_C10D_GLOO 1\n#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>\n"
                  "c10::intrusive_ptr<c10d::ProcessGroup> as_group(c10::intrusive_ptr<c10d::ProcessGroupGloo> g) "
                  "{ return g; }\n")
-    a113 = base_args(dist_entry)[0] + ["-std=c++17", "-isystem", "/usr/include/torch/csrc/api/include",
+    a113 = base_args(lib_entry)[0] + ["-std=c++17", "-isystem", "/usr/include/torch/csrc/api/include",
                                                     "-fsyntax-only", ctl]
     rc113, log113 = run(a113, root)
     rc2, log2 = run(finish(a + variant_flags("cpu214")) + [ctl], root)
@@ -188,19 +224,25 @@ for v in variants:
     rc, log = run(args, lib_entry["directory"])
     if rc != 0:
         print(f"[lt2] {v}: precompiled header FAILED\n{log[-6000:]}"); failed = True; continue
+    todo = entries
+    if v == "cuda26" and cuda_scope != "all":
+        todo = cuda_entries()
+        print(f"[lt2] {v}: the {len(todo)} units with CUDA/NCCL preprocessor lines: "
+              f"{' '.join(os.path.relpath(e['file'], root) for e in todo)} (YOLO11_LIBTORCH2_CUDA26=all: every unit)",
+              flush=True)
     def one(e):
         a, uses_pch = base_args(e)
         extra = ["-include", ph, "-Winvalid-pch", "-Wno-error=invalid-pch"] if uses_pch else []
         return e, run(finish(a + vf + extra) + [e["file"]], e["directory"])
     bad = 0
     with ThreadPoolExecutor(jobs) as ex:
-        for e, (rc, log) in ex.map(one, entries):
+        for e, (rc, log) in ex.map(one, todo):
             rel = os.path.relpath(e["file"], root)
             warn = [l for l in log.splitlines() if "warning:" in l and "invalid-pch" not in l and ".gch" not in l]
             if rc != 0 or warn:
                 bad += 1
                 print(f"[lt2] {v}: {'FAILED' if rc else 'warnings'}: {rel}\n{log[-4000:]}", flush=True)
-    print(f"[lt2] {v}: {len(entries) - bad}/{len(entries)} translation units clean ({time.time() - t:.0f} s)", flush=True)
+    print(f"[lt2] {v}: {len(todo) - bad}/{len(todo)} translation units clean ({time.time() - t:.0f} s)", flush=True)
     failed |= bad > 0
 sys.exit(1 if failed else 0)
 PY
