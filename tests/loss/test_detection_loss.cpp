@@ -11,8 +11,8 @@
 
 using namespace yolo11;
 
-namespace {
-
+// Not in the anonymous namespace: the TEST_F classes derive from it, and in a unity batch (YOLO11_UNITY_BUILD) GCC
+// warns (-Wsubobject-linkage) about a base with internal linkage defined outside the main file.
 struct LossCaseFixture : ::testing::Test {
   static void SetUpTestSuite() {
     cases = new io::TensorFile(test::load_golden("loss_cases.safetensors"));
@@ -35,6 +35,8 @@ struct LossCaseFixture : ::testing::Test {
   static inline std::vector<at::Tensor>* feats = nullptr;
   static inline nlohmann::json* json = nullptr;
 };
+
+namespace {
 
 void check_case(const std::string& c, bool check_assign) {
   loss::DetectionLoss crit(80);
