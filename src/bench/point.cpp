@@ -77,9 +77,7 @@ void read_point_measurements(const std::string& run_dir, PointResult& r) {
     if (all.find(s) != nullptr) r.shares[s] = all.share(s);
   r.data_wait = all.share("dataloader");
   r.cpu_percent = cpu_t > 0 ? cpu_w / cpu_t : -1;
-  // MFU and SM activity when the child's summary.json has them (instrumentation issue 14); its device, cores and
-  // threads for the what-if's CPU contention.
-  instrument::CpuShare cpu;
+  // MFU and SM activity when the child's summary.json has them (instrumentation issue 14).
   std::ifstream js(run_dir + "/summary.json");
   if (js) {
     try {
@@ -87,14 +85,15 @@ void read_point_measurements(const std::string& run_dir, PointResult& r) {
       const auto& run = j.contains("run") ? j["run"] : j;
       if (run.contains("mfu") && run["mfu"].is_number()) r.mfu = run["mfu"].get<double>();
       if (run.contains("sm_active") && run["sm_active"].is_number()) r.sm_activity = run["sm_active"].get<double>();  // GPM
-      if (j.contains("options")) {
-        const auto& o = j["options"];
-        cpu.compute_on_cpu = o.value("device", std::string()) == "cpu";
-        cpu.cores = o.value("cores", 0);
-        cpu.threads = o.value("threads", 0);
-      }
     } catch (const std::exception&) {  // a summary from an older trainer: leave n/a
     }
+  }
+  // The child's device, cores and threads for the what-if's CPU contention (the same reading as yolo11-analyze).
+  instrument::CpuShare cpu;
+  try {
+    std::string context_source;
+    cpu = instrument::cpu_share(instrument::load_context(run_dir, context_source));
+  } catch (const std::exception&) {  // an unreadable args.yaml: no contention term, as for an older trainer
   }
   for (const auto& x : instrument::what_if(all, static_cast<int>(r.point.workers), cpu))
     if (x.stage == "dataloader") r.whatif_no_data_ms = 1000 * x.step_s;

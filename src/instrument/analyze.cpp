@@ -238,10 +238,8 @@ WindowSummary combine_windows(const std::vector<WindowSummary>& windows) {
   return r;
 }
 
-namespace {
-
-// Advice context: summary.json options (written by the Profiler) > args.yaml > defaults.
-AdviceContext load_context(const fs::path& dir, std::string& source) {
+AdviceContext load_context(const std::string& run_dir, std::string& source) {
+  const fs::path dir(run_dir);
   AdviceContext c;
   source.clear();
   c.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -281,8 +279,6 @@ AdviceContext load_context(const fs::path& dir, std::string& source) {
   return c;
 }
 
-}  // namespace
-
 AnalyzeResult analyze_run(const std::string& path) {
   AnalyzeResult r;
   fs::path p(path);
@@ -312,7 +308,7 @@ AnalyzeResult analyze_run(const std::string& path) {
     throw std::runtime_error(r.source + " contains no instrumentation windows (lines like 'dataloader: 0.2s (38%), "
                                         "... step: 0.5s, 28.6 img/s, data-wait 38%, GPU 54%')");
   }
-  r.context = load_context(dir, r.context_source);
+  r.context = load_context(dir.string(), r.context_source);
   r.overall = combine_windows(r.windows);
   r.diagnosis = diagnose(r.overall, r.context);
   std::map<std::string, int> counts;

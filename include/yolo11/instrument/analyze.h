@@ -36,6 +36,11 @@ std::vector<WindowSummary> read_log_windows(const std::string& path, std::vector
 /// Combines windows: totals add up; mean = total / count; p50 = median of window p50s, p95 = 95th percentile of
 /// window p95s (windows keep no raw samples), max = max; shares of the summed step time.
 WindowSummary combine_windows(const std::vector<WindowSummary>& windows);
+/// The settings a run's advice and what-if depend on (workers, batch, imgsz, cache, amp, cores, threads, device,
+/// sync): `options` of <run_dir>/summary.json (written by the Profiler), else <run_dir>/args.yaml, else defaults
+/// (cores: this machine's). `source` is set to "summary.json", "args.yaml" or "" accordingly. Throws
+/// std::runtime_error naming args.yaml when it exists but cannot be read.
+AdviceContext load_context(const std::string& run_dir, std::string& source);
 /// `path`: a run directory (breakdown.csv, else train.log; summary.json / args.yaml give the advice context),
 /// or a breakdown.csv / log file. Throws std::runtime_error when nothing can be read or no window is found.
 AnalyzeResult analyze_run(const std::string& path);
