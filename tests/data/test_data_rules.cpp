@@ -27,6 +27,8 @@
 
 using namespace yolo11::data;
 namespace fs = std::filesystem;
+using yolo11::test::any_contains;
+using yolo11::test::write_file;
 
 namespace {
 
@@ -67,14 +69,15 @@ TEST(DataRules, DiskCacheIsTiedToTheExactImageFileAndSameStemImagesAreReported) 
   setenv("YOLO11_CACHE_DIR", (d / "usercache").c_str(), 1);
   write_image(d / "images" / "a.jpg", {200, 0, 0});  // blue
   write_image(d / "images" / "a.png", {0, 0, 200});  // red
-  yolo11::test::write_file(d / "labels" / "a.txt", kBox);
+  write_file(d / "labels" / "a.txt", kBox);
   DatasetOptions o = small();
   o.cache = "disk";
   {
     Dataset ds({(d / "images").string()}, info_nc(d, 1), o);
     ASSERT_EQ(ds.size(), 2u);
     EXPECT_EQ(ds.stats().shared_labels, 1);
-    EXPECT_TRUE(yolo11::test::any_contains(ds.warnings(), "share the label file " + (d / "labels" / "a.txt").string())) << ds.summary();
+    EXPECT_TRUE(any_contains(ds.warnings(), "share the label file " + (d / "labels" / "a.txt").string()))
+        << ds.summary();
     EXPECT_NE(ds.summary().find("1 images sharing a label file"), std::string::npos) << ds.summary();
     const cv::Mat png = ds.load(index_of(ds, "a.png")).img, jpg = ds.load(index_of(ds, "a.jpg")).img;
     EXPECT_EQ(png.at<cv::Vec3b>(5, 5), cv::Vec3b(0, 0, 200));  // its own pixels, not a.jpg's
@@ -98,7 +101,7 @@ TEST(DataRules, HiddenFilesAndDirectoriesAreSkippedAndCounted) {
   write_image(d / "images" / "train" / ".ipynb_checkpoints" / "a-checkpoint.jpg", {90, 90, 90});
   write_image(d / "images" / "train" / ".ipynb_checkpoints" / "deeper" / "b.jpg", {90, 90, 90});
   write_image(d / "images" / "train" / "._a.jpg", {90, 90, 90});  // macOS AppleDouble
-  yolo11::test::write_file(d / "labels" / "train" / "a.txt", kBox);
+  write_file(d / "labels" / "train" / "a.txt", kBox);
   ListReport rep;
   const auto files = list_images((d / "images" / "train").string(), &rep);
   ASSERT_EQ(files.size(), 1u);
@@ -108,7 +111,7 @@ TEST(DataRules, HiddenFilesAndDirectoriesAreSkippedAndCounted) {
   EXPECT_EQ(ds.size(), 1u);
   EXPECT_EQ(ds.stats().hidden, 3);
   EXPECT_NE(ds.summary().find("3 hidden files skipped"), std::string::npos) << ds.summary();
-  EXPECT_TRUE(yolo11::test::any_contains(ds.warnings(), "3 image(s) in hidden files or directories skipped")) << ds.summary();
+  EXPECT_TRUE(any_contains(ds.warnings(), "3 image(s) in hidden files or directories skipped")) << ds.summary();
 }
 
 // 3. List files: BOM, CRLF, comments and Windows separators are read; missing files, non-images and drive paths are
@@ -116,15 +119,15 @@ TEST(DataRules, HiddenFilesAndDirectoriesAreSkippedAndCounted) {
 TEST(DataRules, ListFileLinesGetLabelFileHygieneAndUnusableLinesAreReported) {
   const fs::path d = yolo11::test::scratch_dir("listfile");
   for (const char* n : {"a.jpg", "b.jpg", "c.jpg"}) write_image(d / "images" / n, {60, 60, 60});
-  yolo11::test::write_file(d / "train.txt",
-        "\xEF\xBB\xBF./images/a.jpg\r\n"  // 1: BOM + CRLF
-        "# a comment\r\n"                  // 2
-        "images\\b.jpg\r\n"                // 3: Windows separator
-        "\r\n"                             // 4: blank
-        "images/missing.jpg\n"             // 5: does not exist
-        "C:\\data\\images\\c.jpg\n"        // 6: drive path
-        "notes.md\n"                       // 7: not an image
-        "  images/c.jpg  \n");             // 8: surrounding spaces
+  write_file(d / "train.txt",
+             "\xEF\xBB\xBF./images/a.jpg\r\n"  // 1: BOM + CRLF
+             "# a comment\r\n"                  // 2
+             "images\\b.jpg\r\n"                // 3: Windows separator
+             "\r\n"                             // 4: blank
+             "images/missing.jpg\n"             // 5: does not exist
+             "C:\\data\\images\\c.jpg\n"        // 6: drive path
+             "notes.md\n"                       // 7: not an image
+             "  images/c.jpg  \n");             // 8: surrounding spaces
   ListReport rep;
   const auto files = list_images((d / "train.txt").string(), &rep);
   ASSERT_EQ(files.size(), 3u);
@@ -133,9 +136,9 @@ TEST(DataRules, ListFileLinesGetLabelFileHygieneAndUnusableLinesAreReported) {
   EXPECT_EQ(files[2], (d / "images" / "c.jpg").string());
   EXPECT_EQ(rep.unusable_lines, 3);
   const std::string list = (d / "train.txt").string();
-  EXPECT_TRUE(yolo11::test::any_contains(rep.warnings, list + ":5: listed image")) << rep.warnings.size();
-  EXPECT_TRUE(yolo11::test::any_contains(rep.warnings, list + ":6: Windows drive path"));
-  EXPECT_TRUE(yolo11::test::any_contains(rep.warnings, list + ":7: 'notes.md' is not an image file"));
+  EXPECT_TRUE(any_contains(rep.warnings, list + ":5: listed image")) << rep.warnings.size();
+  EXPECT_TRUE(any_contains(rep.warnings, list + ":6: Windows drive path"));
+  EXPECT_TRUE(any_contains(rep.warnings, list + ":7: 'notes.md' is not an image file"));
 }
 
 // 4. 1-based class ids (names of length 3, ids 1..3) stop the run with one error; ids beyond nc in a 0-based dataset
@@ -143,10 +146,10 @@ TEST(DataRules, ListFileLinesGetLabelFileHygieneAndUnusableLinesAreReported) {
 TEST(DataRules, OneBasedClassIdsAreAnErrorAndOtherOutOfRangeIdsAreSummarised) {
   const fs::path d = yolo11::test::scratch_dir("class_ids");
   for (int i = 0; i < 4; ++i) write_image(d / "images" / ("im" + std::to_string(i) + ".jpg"), {80, 80, 80});
-  yolo11::test::write_file(d / "labels" / "im0.txt", "1 0.5 0.5 0.2 0.2\n");
-  yolo11::test::write_file(d / "labels" / "im1.txt", "2 0.5 0.5 0.2 0.2\n");
-  yolo11::test::write_file(d / "labels" / "im2.txt", "1 0.3 0.3 0.2 0.2\n3 0.5 0.5 0.2 0.2\n");
-  yolo11::test::write_file(d / "labels" / "im3.txt", "3 0.5 0.5 0.2 0.2\n");
+  write_file(d / "labels" / "im0.txt", "1 0.5 0.5 0.2 0.2\n");
+  write_file(d / "labels" / "im1.txt", "2 0.5 0.5 0.2 0.2\n");
+  write_file(d / "labels" / "im2.txt", "1 0.3 0.3 0.2 0.2\n3 0.5 0.5 0.2 0.2\n");
+  write_file(d / "labels" / "im3.txt", "3 0.5 0.5 0.2 0.2\n");
   DatasetOptions o = small();
   try {
     Dataset ds({(d / "images").string()}, info_nc(d, 3), o);
@@ -158,14 +161,14 @@ TEST(DataRules, OneBasedClassIdsAreAnErrorAndOtherOutOfRangeIdsAreSummarised) {
     EXPECT_NE(m.find((d / "labels" / "im2.txt").string() + ":2"), std::string::npos) << m;  // first offending row
   }
   // The same ids with a 0 somewhere: 0-based after all, so only the images holding id 3 are skipped, and said so.
-  yolo11::test::write_file(d / "labels" / "im0.txt", "0 0.5 0.5 0.2 0.2\n");
+  write_file(d / "labels" / "im0.txt", "0 0.5 0.5 0.2 0.2\n");
   Dataset ds({(d / "images").string()}, info_nc(d, 3), o);
   EXPECT_EQ(ds.size(), 2u);
   EXPECT_EQ(ds.stats().oob_rows, 2);
   EXPECT_EQ(ds.stats().oob_images, 2);
   EXPECT_EQ(ds.stats().max_cls, 3);
-  EXPECT_TRUE(yolo11::test::any_contains(ds.warnings(), "2 label row(s) in 2 image(s) have a class id >= nc 3 (largest 3, first at " +
-                                      (d / "labels" / "im2.txt").string() + ":2)"))
+  EXPECT_TRUE(any_contains(ds.warnings(), "2 label row(s) in 2 image(s) have a class id >= nc 3 (largest 3, first at " +
+                                              (d / "labels" / "im2.txt").string() + ":2)"))
       << ds.summary();
   // The label cache keeps what the check needs: a second scan (from the cache) decides the same.
   Dataset cached({(d / "images").string()}, info_nc(d, 3), o);
@@ -177,14 +180,15 @@ TEST(DataRules, OneBasedClassIdsAreAnErrorAndOtherOutOfRangeIdsAreSummarised) {
 TEST(DataRules, ChannelsOtherThanThreeIsAnErrorAndUnknownYamlKeysAreWarned) {
   const fs::path d = yolo11::test::scratch_dir("channels");
   write_image(d / "images" / "a.jpg", {1, 2, 3});
-  yolo11::test::write_file(d / "gray.yaml", "path: .\ntrain: images\nval: images\nnames: [a]\nchannels: 1\n");
+  write_file(d / "gray.yaml", "path: .\ntrain: images\nval: images\nnames: [a]\nchannels: 1\n");
   try {
     load_dataset_yaml((d / "gray.yaml").string());
     FAIL() << "channels: 1 was accepted";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("`channels: 1` is not supported"), std::string::npos) << e.what();
   }
-  yolo11::test::write_file(d / "ok.yaml", "path: .\ntrain: images\nval: images\nnames: [a]\nchannels: 3\nkpt_shape: [17, 3]\nfoo: 1\n");
+  write_file(d / "ok.yaml",
+             "path: .\ntrain: images\nval: images\nnames: [a]\nchannels: 3\nkpt_shape: [17, 3]\nfoo: 1\n");
   const auto info = load_dataset_yaml((d / "ok.yaml").string());
   ASSERT_EQ(info.warnings.size(), 1u);
   EXPECT_NE(info.warnings[0].find("keys not used by this trainer (detection): kpt_shape, foo"), std::string::npos)
@@ -224,7 +228,7 @@ TEST(DataRules, ZipDatasetIsUnpackedSafelyIntoDatasetsDir) {
   EXPECT_EQ(list_images(info.train[0]).size(), 1u);
   EXPECT_TRUE(fs::exists(datasets / "tiny" / "labels" / "train" / "x.txt"));
   // Unchanged zip: not unpacked again (a file added by the user stays).
-  yolo11::test::write_file(datasets / "tiny" / "mine.txt", "kept");
+  write_file(datasets / "tiny" / "mine.txt", "kept");
   load_dataset_yaml((d / "tiny.zip").string(), datasets.string());
   EXPECT_TRUE(fs::exists(datasets / "tiny" / "mine.txt"));
 

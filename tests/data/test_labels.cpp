@@ -15,6 +15,8 @@
 
 using namespace yolo11::data;
 namespace fs = std::filesystem;
+using yolo11::test::any_contains;
+using yolo11::test::write_file;
 
 namespace {
 std::string encode(const cv::Mat& m, const std::string& ext) {
@@ -30,7 +32,7 @@ cv::Mat gradient(int h, int w) {
 }
 LabelParse parse(const std::string& name, const std::string& text, int64_t nc = 3) {
   const fs::path d = yolo11::test::scratch_dir("labels_" + name);
-  yolo11::test::write_file(d / "a.txt", text);
+  write_file(d / "a.txt", text);
   return parse_label_file((d / "a.txt").string(), nc);
 }
 }  // namespace
@@ -45,7 +47,7 @@ TEST(Paths, LabelPathReplacesOnlyLastImagesComponentAndLastExtension) {
 
 TEST(Paths, LabelPathComesFromThePathAsGivenNotTheSymlinkTarget) {
   const fs::path d = yolo11::test::scratch_dir("symlink");
-  yolo11::test::write_file(d / "real" / "store" / "a.png", encode(gradient(20, 20), ".png"));
+  write_file(d / "real" / "store" / "a.png", encode(gradient(20, 20), ".png"));
   fs::create_directories(d / "ds" / "images");
   fs::create_symlink(d / "real" / "store" / "a.png", d / "ds" / "images" / "a.png");
   const auto files = list_images((d / "ds" / "images").string());
@@ -57,12 +59,12 @@ TEST(Paths, ImageExtensionsAnyCaseSpacesAndNonAsciiNamesAreListed) {
   const fs::path d = yolo11::test::scratch_dir("listing");
   const std::string png = encode(gradient(12, 12), ".png");
   for (const char* n : {"a.JPG", "b.jpeg", "c.Png", "d e.bmp", "é.tif", "f.webp", "g.txt", "h.gif"})
-    yolo11::test::write_file(d / "images" / n, png);
-  yolo11::test::write_file(d / "images" / "sub" / "z.png", png);
+    write_file(d / "images" / n, png);
+  write_file(d / "images" / "sub" / "z.png", png);
   const auto files = list_images((d / "images").string());
   EXPECT_EQ(files.size(), 7u);  // not .txt, not .gif
   // .txt list with relative paths (resolved against the list's dir)
-  yolo11::test::write_file(d / "list.txt", "./images/a.JPG\r\nimages/sub/z.png\n\n");
+  write_file(d / "list.txt", "./images/a.JPG\r\nimages/sub/z.png\n\n");
   const auto l = list_images((d / "list.txt").string());
   ASSERT_EQ(l.size(), 2u);
   EXPECT_EQ(l[0], (d / "images" / "a.JPG").string());
@@ -73,7 +75,7 @@ TEST(Paths, ImageExtensionsAnyCaseSpacesAndNonAsciiNamesAreListed) {
 TEST(ReadImage, GrayscaleBecomesThreeChannels) {
   const fs::path d = yolo11::test::scratch_dir("gray");
   cv::Mat g(16, 16, CV_8UC1, cv::Scalar(77));
-  yolo11::test::write_file(d / "g.png", encode(g, ".png"));
+  write_file(d / "g.png", encode(g, ".png"));
   const cv::Mat m = read_image((d / "g.png").string());
   EXPECT_EQ(m.type(), CV_8UC3);
   EXPECT_EQ(m.at<cv::Vec3b>(3, 3), cv::Vec3b(77, 77, 77));
@@ -83,7 +85,7 @@ TEST(ReadImage, SixteenBitIsScaledNotTruncatedToHighByte) {
   const fs::path d = yolo11::test::scratch_dir("u16");
   // 65280 → 254.0 and 200 → 0.78 → 1 when scaled by 255/65535; the high byte would give 255 and 0
   cv::Mat g(16, 16, CV_16UC3, cv::Scalar(65280, 200, 65535));
-  yolo11::test::write_file(d / "g.png", encode(g, ".png"));
+  write_file(d / "g.png", encode(g, ".png"));
   const cv::Mat m = read_image((d / "g.png").string());
   EXPECT_EQ(m.type(), CV_8UC3);
   EXPECT_EQ(m.at<cv::Vec3b>(0, 0), cv::Vec3b(254, 1, 255));
@@ -92,7 +94,7 @@ TEST(ReadImage, SixteenBitIsScaledNotTruncatedToHighByte) {
 TEST(ReadImage, AlphaChannelIsDropped) {
   const fs::path d = yolo11::test::scratch_dir("alpha");
   cv::Mat g(16, 16, CV_8UC4, cv::Scalar(10, 20, 30, 0));
-  yolo11::test::write_file(d / "g.png", encode(g, ".png"));
+  write_file(d / "g.png", encode(g, ".png"));
   const cv::Mat m = read_image((d / "g.png").string());
   EXPECT_EQ(m.type(), CV_8UC3);
   EXPECT_EQ(m.at<cv::Vec3b>(0, 0), cv::Vec3b(10, 20, 30));
@@ -110,7 +112,7 @@ TEST(ReadImage, ExifOrientationIsApplied) {
   const size_t len = payload.size() + 2;
   const std::string app1 = std::string("\xFF\xE1", 2) + static_cast<char>(len >> 8) + static_cast<char>(len & 0xFF) + payload;
   jpg.insert(2, app1);
-  yolo11::test::write_file(d / "r.jpg", jpg);
+  write_file(d / "r.jpg", jpg);
   const cv::Mat m = read_image((d / "r.jpg").string());
   EXPECT_EQ(m.rows, 40);
   EXPECT_EQ(m.cols, 20);
@@ -120,11 +122,11 @@ TEST(ReadImage, ExifOrientationIsApplied) {
 
 TEST(ReadImage, ZeroByteTruncatedAndGarbageFilesThrowNamingTheFile) {
   const fs::path d = yolo11::test::scratch_dir("corrupt");
-  yolo11::test::write_file(d / "zero.jpg", "");
+  write_file(d / "zero.jpg", "");
   const std::string jpg = encode(gradient(64, 64), ".jpg"), png = encode(gradient(64, 64), ".png");
-  yolo11::test::write_file(d / "trunc.jpg", jpg.substr(0, jpg.size() / 2));
-  yolo11::test::write_file(d / "trunc.png", png.substr(0, png.size() - 20));
-  yolo11::test::write_file(d / "garbage.png", "this is not an image at all, just text");
+  write_file(d / "trunc.jpg", jpg.substr(0, jpg.size() / 2));
+  write_file(d / "trunc.png", png.substr(0, png.size() - 20));
+  write_file(d / "garbage.png", "this is not an image at all, just text");
   for (const char* n : {"zero.jpg", "trunc.jpg", "trunc.png", "garbage.png"}) {
     try {
       read_image((d / n).string());
@@ -171,7 +173,7 @@ TEST(LabelParse, DuplicateRowsAreRemovedWithWarning) {
   auto r = parse("dup", "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2 0.2\n1 0.5 0.5 0.2 0.2\n");
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.rows.size(), 2u);
-  EXPECT_TRUE(yolo11::test::any_contains(r.warnings, "a.txt:2: duplicate row removed"));
+  EXPECT_TRUE(any_contains(r.warnings, "a.txt:2: duplicate row removed"));
 }
 TEST(LabelParse, PolygonRowsBecomeBoxes) {
   auto r = parse("poly", "2 0.1 0.2 0.5 0.2 0.3 0.6\n");
@@ -206,20 +208,20 @@ struct BadSplit {
     setenv("YOLO11_CACHE_DIR", (root / "usercache").c_str(), 1);
     const fs::path im = root / "images" / "train", lb = root / "labels" / "train";
     const std::string png = encode(gradient(100, 120), ".png"), jpg = encode(gradient(64, 64), ".jpg");
-    yolo11::test::write_file(im / "good1.png", png);
-    yolo11::test::write_file(lb / "good1.txt", "0 0.5 0.5 0.2 0.2\n1 0.3 0.3 0.1 0.1\n");
-    yolo11::test::write_file(im / "good2.PNG", png);
-    yolo11::test::write_file(lb / "good2.txt", "2 0.5 0.5 0.4 0.4\n2 0.5 0.5 0.4 0.4\n");        // duplicate
-    yolo11::test::write_file(im / "degenerate.png", png);
-    yolo11::test::write_file(lb / "degenerate.txt", "0 0.5 0.5 0.3 0.3\n0 0.5 0.5 0.0 0.3\n0 0.5 0.5 0.001 0.3\n");  // 2 dropped
-    yolo11::test::write_file(im / "background.png", png);                                       // no label file
-    yolo11::test::write_file(im / "empty_label.png", png);
-    yolo11::test::write_file(lb / "empty_label.txt", "\n");
-    yolo11::test::write_file(im / "zero.jpg", "");
-    yolo11::test::write_file(im / "trunc.jpg", jpg.substr(0, jpg.size() / 2));
-    yolo11::test::write_file(im / "badlabel.png", png);
-    yolo11::test::write_file(lb / "badlabel.txt", "0 0.5 0.5 0.2 0.2\n7 0.5 0.5 0.2 0.2\n");   // class 7 ≥ nc 3
-    yolo11::test::write_file(lb / "orphan.txt", "0 0.5 0.5 0.2 0.2\n");                        // label without image
+    write_file(im / "good1.png", png);
+    write_file(lb / "good1.txt", "0 0.5 0.5 0.2 0.2\n1 0.3 0.3 0.1 0.1\n");
+    write_file(im / "good2.PNG", png);
+    write_file(lb / "good2.txt", "2 0.5 0.5 0.4 0.4\n2 0.5 0.5 0.4 0.4\n");        // duplicate
+    write_file(im / "degenerate.png", png);
+    write_file(lb / "degenerate.txt", "0 0.5 0.5 0.3 0.3\n0 0.5 0.5 0.0 0.3\n0 0.5 0.5 0.001 0.3\n");  // 2 dropped
+    write_file(im / "background.png", png);                                       // no label file
+    write_file(im / "empty_label.png", png);
+    write_file(lb / "empty_label.txt", "\n");
+    write_file(im / "zero.jpg", "");
+    write_file(im / "trunc.jpg", jpg.substr(0, jpg.size() / 2));
+    write_file(im / "badlabel.png", png);
+    write_file(lb / "badlabel.txt", "0 0.5 0.5 0.2 0.2\n7 0.5 0.5 0.2 0.2\n");   // class 7 ≥ nc 3
+    write_file(lb / "orphan.txt", "0 0.5 0.5 0.2 0.2\n");                        // label without image
     info.root = root.string();
     info.nc = 3;
     info.names = {"a", "b", "c"};
@@ -240,12 +242,12 @@ TEST(Scan, SummaryCountsEveryDefectAndWarningsNameFileAndLine) {
   EXPECT_NE(ds.summary().find("8 images, 2 backgrounds, 3 corrupt, 4 instances, 1 duplicates removed, 2 degenerate"),
             std::string::npos)
       << ds.summary();
-  EXPECT_TRUE(yolo11::test::any_contains(ds.warnings(), "badlabel.txt:2"));
-  EXPECT_TRUE(yolo11::test::any_contains(ds.warnings(), "degenerate.txt:2: degenerate box dropped"));
-  EXPECT_TRUE(yolo11::test::any_contains(ds.warnings(), "degenerate.txt:3: degenerate box dropped"));  // 0.12 px at imgsz 120
-  EXPECT_TRUE(yolo11::test::any_contains(ds.warnings(), "zero.jpg is empty"));
-  EXPECT_TRUE(yolo11::test::any_contains(ds.warnings(), "trunc.jpg is a truncated JPEG"));
-  EXPECT_FALSE(yolo11::test::any_contains(ds.warnings(), "orphan"));
+  EXPECT_TRUE(any_contains(ds.warnings(), "badlabel.txt:2"));
+  EXPECT_TRUE(any_contains(ds.warnings(), "degenerate.txt:2: degenerate box dropped"));
+  EXPECT_TRUE(any_contains(ds.warnings(), "degenerate.txt:3: degenerate box dropped"));  // 0.12 px at imgsz 120
+  EXPECT_TRUE(any_contains(ds.warnings(), "zero.jpg is empty"));
+  EXPECT_TRUE(any_contains(ds.warnings(), "trunc.jpg is a truncated JPEG"));
+  EXPECT_FALSE(any_contains(ds.warnings(), "orphan"));
 }
 
 TEST(Scan, CacheIsReusedAndRebuiltOnSameSizeEditAndWhenUnreadable) {
@@ -260,7 +262,7 @@ TEST(Scan, CacheIsReusedAndRebuiltOnSameSizeEditAndWhenUnreadable) {
   // same byte count, same mtime: only the content hash can tell
   const fs::path lab = s.root / "labels" / "train" / "good1.txt";
   const auto mt = fs::last_write_time(lab);
-  yolo11::test::write_file(lab, "1 0.5 0.5 0.2 0.2\n1 0.3 0.3 0.1 0.1\n");
+  write_file(lab, "1 0.5 0.5 0.2 0.2\n1 0.3 0.3 0.1 0.1\n");
   fs::last_write_time(lab, mt);
   Dataset c({src}, s.info, o);
   EXPECT_FALSE(c.stats().from_cache);
@@ -268,7 +270,7 @@ TEST(Scan, CacheIsReusedAndRebuiltOnSameSizeEditAndWhenUnreadable) {
   for (size_t i = 0; i < c.size(); ++i)
     if (c.im_file(i).find("good1") != std::string::npos) found = c.labels(i).cls[0] == 1;
   EXPECT_TRUE(found);
-  yolo11::test::write_file(s.root / "labels" / "train.yolo11.cache", "{not json");
+  write_file(s.root / "labels" / "train.yolo11.cache", "{not json");
   Dataset d({src}, s.info, o);
   EXPECT_FALSE(d.stats().from_cache);
   EXPECT_EQ(d.size(), 5u);
@@ -322,7 +324,7 @@ TEST(Scan, EmptySplitIsAnErrorNamingThePath) {
 TEST(Scan, TrainSplitWithoutInstancesIsAnErrorNamingTheExpectedLabelPath) {
   const fs::path d = yolo11::test::scratch_dir("no_instances");
   setenv("YOLO11_CACHE_DIR", (d / "usercache").c_str(), 1);
-  yolo11::test::write_file(d / "imgs" / "images" / "a.png", encode(gradient(20, 20), ".png"));
+  write_file(d / "imgs" / "images" / "a.png", encode(gradient(20, 20), ".png"));
   DatasetInfo info;
   info.nc = 1;
   DatasetOptions o;
@@ -338,17 +340,17 @@ TEST(Scan, TrainSplitWithoutInstancesIsAnErrorNamingTheExpectedLabelPath) {
 TEST(Scan, MoreInstancesThanMaxDetIsReported) {
   const fs::path d = yolo11::test::scratch_dir("maxdet");
   setenv("YOLO11_CACHE_DIR", (d / "usercache").c_str(), 1);
-  yolo11::test::write_file(d / "images" / "a.png", encode(gradient(100, 100), ".png"));
+  write_file(d / "images" / "a.png", encode(gradient(100, 100), ".png"));
   std::string rows;
   for (int i = 0; i < 5; ++i) rows += "0 " + std::to_string(0.1 + 0.15 * i) + " 0.5 0.1 0.1\n";
-  yolo11::test::write_file(d / "labels" / "a.txt", rows);
+  write_file(d / "labels" / "a.txt", rows);
   DatasetInfo info;
   info.nc = 1;
   DatasetOptions o;
   o.max_det = 3;
   o.imgsz = 100;
   Dataset ds({(d / "images").string()}, info, o);
-  EXPECT_TRUE(yolo11::test::any_contains(ds.warnings(), "5 instances > max_det 3"));
+  EXPECT_TRUE(any_contains(ds.warnings(), "5 instances > max_det 3"));
 }
 
 TEST(ReadImage, CmykTiffBecomesBgr) {
@@ -382,7 +384,7 @@ TEST(ReadImage, CmykTiffBecomesBgr) {
   for (int i = 0; i < 4; ++i) u16(8);
   for (int i = 0; i < 100; ++i) t += std::string("\x00\xFF\xFF\x00", 4);
   const fs::path d = yolo11::test::scratch_dir("cmyk");
-  yolo11::test::write_file(d / "c.tif", t);
+  write_file(d / "c.tif", t);
   const cv::Mat m = read_image((d / "c.tif").string());
   EXPECT_EQ(m.type(), CV_8UC3);
   const cv::Vec3b p = m.at<cv::Vec3b>(5, 5);
@@ -394,8 +396,8 @@ TEST(ReadImage, CmykTiffBecomesBgr) {
 TEST(Scan, PathsWithSpacesAndNonAsciiCharactersWorkEndToEnd) {
   const fs::path d = fs::path(yolo11::test::scratch_dir("unicode")) / "my data sät";
   setenv("YOLO11_CACHE_DIR", (d / "usercache").c_str(), 1);
-  yolo11::test::write_file(d / "images" / "tr ain" / "bild ö 1.JPG", encode(gradient(40, 50), ".jpg"));
-  yolo11::test::write_file(d / "labels" / "tr ain" / "bild ö 1.txt", "0 0.5 0.5 0.5 0.5\n");
+  write_file(d / "images" / "tr ain" / "bild ö 1.JPG", encode(gradient(40, 50), ".jpg"));
+  write_file(d / "labels" / "tr ain" / "bild ö 1.txt", "0 0.5 0.5 0.5 0.5\n");
   DatasetInfo info;
   info.nc = 1;
   DatasetOptions o;
