@@ -17,6 +17,22 @@ namespace yolo11::compat {
 bool built_with_cuda();
 /// True when CUDA is built in and at least one device is visible.
 bool cuda_available();
+/// Number of CUDA devices visible to this process (after CUDA_VISIBLE_DEVICES); 0 without CUDA.
+int cuda_device_count();
+/// Makes CUDA device `index` current for the calling thread (CUDA's current device is per thread; new threads start
+/// on device 0, so threads that touch CUDA, such as the loader's pinning workers, call it too). core::plan_device
+/// calls it on the main thread before the model, the loader or the process group touch the device. No-op without
+/// CUDA.
+void set_current_device(int index);
+
+/// Applies Ultralytics' init_seeds(deterministic) switches: deterministic=true → deterministic algorithms (warn
+/// only, so an operator without a deterministic implementation warns instead of throwing), cuDNN deterministic, cuDNN
+/// benchmark off and CUBLAS_WORKSPACE_CONFIG=:4096:8 (when not already set; needed by cuBLAS >= 10.2 for
+/// reproducible GEMMs, read when the first cuBLAS handle is made); deterministic=false → all of them off and cuDNN
+/// benchmark ON (autotuned convolution algorithms for the fixed training shapes). The LibTorch global context
+/// holds these flags on CPU builds too. Returns the one-line summary the trainer logs.
+std::string apply_determinism(bool deterministic);
+
 /// Waits for all work on `device` (CUDA index); no-op without CUDA.
 void synchronize(int device = 0);
 
@@ -24,6 +40,13 @@ void synchronize(int device = 0);
 int64_t peak_memory_allocated(int device = 0);
 /// Currently allocated bytes on `device`; −1 without CUDA.
 int64_t memory_allocated(int device = 0);
+/// Device memory of one CUDA device, bytes (−1 each without CUDA): the driver's free/total (cudaMemGetInfo: other
+/// processes' use counted) and this process's caching-allocator reserved bytes, now and peak since the last reset.
+struct MemoryInfo {
+  int64_t free = -1, total = -1, reserved = -1, peak_reserved = -1;
+};
+MemoryInfo memory_info(int device = 0);
+
 /// Resets the allocator's peak statistics; no-op without CUDA.
 void reset_peak_memory(int device = 0);
 

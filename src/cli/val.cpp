@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "yolo11/config/train_config.h"
+#include "yolo11/core/device.h"
 #include "yolo11/data/dataset_info.h"
 #include "yolo11/engine/fp_env.h"
 #include "yolo11/engine/data_setup.h"
@@ -56,7 +57,9 @@ int val(int argc, char** argv) {
     yolo11::engine::ValidatorOptions vo{cfg.conf.value_or(0.001), cfg.iou, cfg.max_det, cfg.plots, save_dir, true};
     yolo11::engine::Validator validator(loader, names, vo);
     yolo11::loss::DetectionLoss criterion(det.nc, det.model->strides(), det.model->reg_max());
-    const torch::Device device = yolo11::engine::select_device(cfg.device);
+    const yolo11::core::DevicePlan plan = yolo11::core::plan_device(cfg.device);
+    spdlog::info("device: {}", plan.reason);
+    const torch::Device device = plan.device;
     det.model->fuse();
     yolo11::model::to_channels_last(*det.model);
     det.model->to(device);

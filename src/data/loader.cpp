@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "yolo11/compat.h"
 #include "yolo11/data/opencv_threads.h"
 #include "yolo11/instrument/range.h"
 
@@ -101,6 +102,9 @@ Loader::Loader(std::shared_ptr<Dataset> ds, AugmentOptions aug, LoaderOptions op
     threads_.emplace_back([this, i] {
       instrument::name_this_thread(("loader " + std::to_string(i)).c_str());  // NVTX + trace.json track name
       rec_->register_worker_thread(i);  // worker_cpu_seconds(): the what-if's CPU contention (instrument/whatif.h)
+      // CUDA's current device is per thread and starts at 0: without this, every DDP rank's pinned allocations
+      // would open a context on GPU 0 (PyTorch's pin-memory thread sets the device the same way).
+      if (pin_) compat::set_current_device(opt_.pin_device);
       worker_loop(i);
     });
   }

@@ -142,6 +142,35 @@ bool nccl_available() {
 #endif
 }
 
+// ---- the group's device -------------------------------------------------------------------------------------------
+
+void check_collective_device(const std::string& what, const at::Tensor& t, const c10::Device& group_device) {
+  if (t.device() == group_device) return;
+  throw std::runtime_error("dist: " + what + " got a tensor on " + t.device().str() +
+                           ", but this process group works on " + group_device.str() + (group_device.is_cuda() ? " (NCCL takes CUDA tensors only)" : "") +
+                           ": make the tensor with ProcessGroup::options() or pass host values "
+                           "(ProcessGroup::all_reduce_sum / all_reduce_max / broadcast_flag)");
+}
+
+namespace {
+
+/// Test hook (never set in production): YOLO11_TEST_COLLECTIVE_LOG=PATH appends one line per collective tensor,
+/// "rank<TAB>what<TAB>device<TAB>group device<TAB>dtype<TAB>numel", so a test can check every collective a whole
+/// training run issues (tests/dist/test_dist_train.cpp).
+void log_collective(int rank, const std::string& what, const at::Tensor& t, const c10::Device& group_device) {
+  static const char* path = std::getenv("YOLO11_TEST_COLLECTIVE_LOG");
+  if (path == nullptr || *path == '\0') return;
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lk(mu);
+  if (FILE* f = std::fopen(path, "a")) {
+    std::fprintf(f, "%d\t%s\t%s\t%s\t%s\t%lld\n", rank, what.c_str(), t.device().str().c_str(),
+                 group_device.str().c_str(), c10::toString(t.scalar_type()), static_cast<long long>(t.numel()));
+    std::fclose(f);
+  }
+}
+
+}  // namespace
+
 // ---- process group ------------------------------------------------------------------------------------------------
 
 // ---- lost peers ---------------------------------------------------------------------------------------------------
@@ -169,6 +198,7 @@ struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   bool agent_store = false;  // torchrun's agent serves the store (not rank 0)
   c10d_compat::Handle pg;
+  bool nccl = false;
   std::chrono::milliseconds timeout{};
   int rank = 0, world = 1;
   std::string store_addr;  // "host:port", for the messages
@@ -178,7 +208,24 @@ struct ProcessGroup::Impl {
   std::condition_variable beat_cv;
   bool beat_stop = false;
 
-  ~Impl() { stop_heartbeat(); }
+  ~Impl() {
+    shutdown_backend();
+    stop_heartbeat();
+  }
+
+  /// NCCL: shut the communicators down before the backend object goes (LibTorch 2.x warns at exit otherwise and a
+  /// destructor that aborts communicators still in use can hang); Gloo needs nothing.
+  void shutdown_backend() {
+#if defined(YOLO11_HAS_NCCL) && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2))
+    if (nccl && pg) {
+      try {
+        if (auto* n = dynamic_cast<c10d::ProcessGroupNCCL*>(pg.get())) n->shutdown();
+      } catch (const std::exception& ex) {
+        std::fprintf(stderr, "dist: NCCL shutdown failed: %s\n", ex.what());
+      }
+    }
+#endif
+  }
 
   void start_heartbeat() {
     publish_heartbeat();  // before the group forms: a peer that dies during set-up is already on record
@@ -251,7 +298,10 @@ struct ProcessGroup::Impl {
   /// Waits for `w`; on failure throws a std::runtime_error naming the collective, the lost rank(s) and the cause.
   void wait(const c10::intrusive_ptr<c10d::Work>& w, const std::string& what) {
     try {
-      w->wait(timeout);
+      // NCCL's watchdog enforces the group's timeout on every collective; a timeout given to wait() as well turns
+      // each wait into a CPU sleep-poll on the work's completion (LibTorch 2.x). Gloo enforces it in wait().
+      if (nccl) w->wait();
+      else w->wait(timeout);
     } catch (const std::exception& ex) {
       std::string cause = ex.what();
       if (const auto nl = cause.find('\n'); nl != std::string::npos) cause.resize(nl);  // drop c10's backtrace
@@ -274,7 +324,8 @@ ProcessGroup& ProcessGroup::operator=(ProcessGroup&&) noexcept = default;
 ProcessGroup::ProcessGroup(const Env& env, GroupOptions opt) : bucket_bytes_(std::max<int64_t>(opt.bucket_bytes, 1)) {
   if (!env.distributed()) return;  // world 1: inactive, zero cost
   std::string backend = opt.backend;
-  if (backend == "auto") backend = opt.cuda && nccl_available() ? "nccl" : "gloo";
+  const bool cuda = opt.device.is_cuda();
+  if (backend == "auto") backend = cuda && nccl_available() ? "nccl" : "gloo";
   if (backend != "gloo" && backend != "nccl")
     throw std::runtime_error("dist: backend '" + opt.backend + "' is not one of auto, gloo, nccl");
   if (backend == "gloo" && !gloo_available())
@@ -286,7 +337,7 @@ ProcessGroup::ProcessGroup(const Env& env, GroupOptions opt) : bucket_bytes_(std
     throw std::runtime_error("dist: WORLD_SIZE=" + std::to_string(env.world) +
                              " on CUDA needs the NCCL backend, which this build lacks (cmake summary 'distributed : "
                              "NCCL OFF'); use a CUDA LibTorch with c10d NCCL headers, or train on the CPU (Gloo)");
-  if (backend == "gloo" && opt.cuda)
+  if (backend == "gloo" && cuda)
     throw std::runtime_error("dist: Gloo is wired for CPU tensors only here; a CUDA run needs NCCL");
 #ifdef YOLO11_HAS_C10D
   impl_ = std::make_unique<Impl>();
@@ -295,6 +346,7 @@ ProcessGroup::ProcessGroup(const Env& env, GroupOptions opt) : bucket_bytes_(std
   impl_->world = env.world;
   impl_->store_addr = env.master_addr + ":" + std::to_string(env.master_port);
   impl_->agent_store = env.agent_store;
+  impl_->nccl = backend == "nccl";
   c10d::TCPStoreOptions so;
   so.port = static_cast<std::uint16_t>(env.master_port);
   so.isServer = env.rank == 0 && !env.agent_store;  // under torchrun its agent serves the store
@@ -336,7 +388,41 @@ ProcessGroup::ProcessGroup(const Env& env, GroupOptions opt) : bucket_bytes_(std
   rank_ = env.rank;
   world_ = env.world;
   backend_ = backend;
+  device_ = opt.device;
 #endif
+}
+
+at::TensorOptions ProcessGroup::options(c10::ScalarType dtype) const {
+  return at::TensorOptions().dtype(dtype).device(device_);
+}
+
+namespace {
+template <typename T>
+std::vector<T> host_all_reduce(ProcessGroup& pg, const std::vector<T>& v, bool max, const std::string& what,
+                               c10::ScalarType dtype) {
+  if (!pg.active() || v.empty()) return v;
+  at::Tensor t = at::tensor(c10::ArrayRef<T>(v), at::TensorOptions().dtype(dtype)).to(pg.options(dtype));
+  max ? pg.all_reduce_max_(t, what) : pg.all_reduce_sum_(t, what);
+  const at::Tensor h = t.to(c10::kCPU).contiguous();
+  return std::vector<T>(h.data_ptr<T>(), h.data_ptr<T>() + h.numel());
+}
+}  // namespace
+
+std::vector<double> ProcessGroup::all_reduce_sum(const std::vector<double>& v, const std::string& what) {
+  return host_all_reduce(*this, v, false, what, c10::kDouble);
+}
+std::vector<double> ProcessGroup::all_reduce_max(const std::vector<double>& v, const std::string& what) {
+  return host_all_reduce(*this, v, true, what, c10::kDouble);
+}
+std::vector<int64_t> ProcessGroup::all_reduce_max(const std::vector<int64_t>& v, const std::string& what) {
+  return host_all_reduce(*this, v, true, what, c10::kLong);
+}
+
+bool ProcessGroup::broadcast_flag(bool flag, int root, const std::string& what) {
+  if (!active()) return flag;
+  at::Tensor t = at::full({1}, flag ? 1.0f : 0.0f, options(c10::kFloat));
+  broadcast({t}, root, what);
+  return t.item<float>() > 0;
 }
 
 namespace {
@@ -378,20 +464,25 @@ int64_t for_each_bucket(const std::vector<at::Tensor>& tensors, int64_t bucket_b
 
 }  // namespace
 
-void ProcessGroup::broadcast(const std::vector<at::Tensor>& tensors, int root) {
+void ProcessGroup::broadcast(const std::vector<at::Tensor>& tensors, int root, const std::string& what) {
   if (!active()) return;
+  for (const auto& t : tensors) check(what, t);
 #ifdef YOLO11_HAS_C10D
   c10d::BroadcastOptions bo;
   bo.rootRank = root;
   bo.timeout = impl_->timeout;
   for_each_bucket(tensors, bucket_bytes_, [&](at::Tensor& b) {
     std::vector<at::Tensor> v{b};
-    impl_->wait(impl_->pg->broadcast(v, bo), "broadcast from rank " + std::to_string(root));
+    impl_->wait(impl_->pg->broadcast(v, bo), what + " from rank " + std::to_string(root));
   });
 #else
-  (void)tensors;
   (void)root;
 #endif
+}
+
+void ProcessGroup::check(const std::string& what, const at::Tensor& t) const {
+  log_collective(rank_, what, t, device_);
+  check_collective_device(what, t, device_);
 }
 
 void ProcessGroup::broadcast_parameters(torch::nn::Module& module, int root) {
@@ -399,12 +490,12 @@ void ProcessGroup::broadcast_parameters(torch::nn::Module& module, int root) {
   std::vector<at::Tensor> ts;
   for (const auto& p : module.parameters()) ts.push_back(p);
   for (const auto& b : module.buffers()) ts.push_back(b);
-  broadcast(ts, root);
+  broadcast(ts, root, "broadcast of the parameters and buffers");
 }
 
 void ProcessGroup::broadcast_buffers(torch::nn::Module& module, int root) {
   if (!active()) return;
-  broadcast(module.buffers(), root);
+  broadcast(module.buffers(), root, "broadcast of the buffers");
 }
 
 int64_t ProcessGroup::all_reduce_gradients(const std::vector<at::Tensor>& params, bool average) {
@@ -416,6 +507,7 @@ int64_t ProcessGroup::all_reduce_gradients(const std::vector<at::Tensor>& params
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
     grads.push_back(p.grad());
   }
+  for (const auto& g : grads) check("all_reduce of the gradients", g);
   int64_t n = 0;
 #ifdef YOLO11_HAS_C10D
   c10d::AllreduceOptions ao;
@@ -433,6 +525,7 @@ int64_t ProcessGroup::all_reduce_gradients(const std::vector<at::Tensor>& params
 
 PendingWork ProcessGroup::all_reduce_sum_async(const at::Tensor& t, const std::string& what) {
   if (!active()) return {};
+  check(what, t);
 #ifdef YOLO11_HAS_C10D
   c10d::AllreduceOptions ao;
   ao.reduceOp = c10d::ReduceOp::SUM;
@@ -460,26 +553,28 @@ void ProcessGroup::Impl::all_reduce(at::Tensor& t, c10d::ReduceOp op, int64_t bu
 }
 #endif
 
-at::Tensor ProcessGroup::all_reduce_mean(const at::Tensor& t) {
+at::Tensor ProcessGroup::all_reduce_mean(const at::Tensor& t, const std::string& what) {
   if (!active()) return t;
   at::Tensor out = t.detach().clone();
   const bool integral = !at::isFloatingType(out.scalar_type());
   if (integral) out = out.to(torch::kDouble);
-  all_reduce_sum_(out);
+  all_reduce_sum_(out, what);
   return out.div_(static_cast<double>(world_));
 }
 
-void ProcessGroup::all_reduce_sum_(at::Tensor& t) {
+void ProcessGroup::all_reduce_sum_(at::Tensor& t, const std::string& what) {
   if (!active()) return;
+  check(what, t);
 #ifdef YOLO11_HAS_C10D
-  impl_->all_reduce(t, c10d::ReduceOp::SUM, bucket_bytes_, "all_reduce(SUM)");
+  impl_->all_reduce(t, c10d::ReduceOp::SUM, bucket_bytes_, what);
 #endif
 }
 
-void ProcessGroup::all_reduce_max_(at::Tensor& t) {
+void ProcessGroup::all_reduce_max_(at::Tensor& t, const std::string& what) {
   if (!active()) return;
+  check(what, t);
 #ifdef YOLO11_HAS_C10D
-  impl_->all_reduce(t, c10d::ReduceOp::MAX, bucket_bytes_, "all_reduce(MAX)");
+  impl_->all_reduce(t, c10d::ReduceOp::MAX, bucket_bytes_, what);
 #endif
 }
 

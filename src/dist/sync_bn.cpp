@@ -23,8 +23,8 @@ struct SyncBnFn : torch::autograd::Function<SyncBnFn> {
     const int64_t C = x.size(1);
     const auto xf = x.to(torch::kFloat);
     auto stats = torch::cat({xf.sum({0, 2, 3}, false, torch::kDouble), xf.square().sum({0, 2, 3}, false, torch::kDouble),
-                             torch::full({1}, static_cast<double>(x.numel() / C), torch::kDouble)});
-    pg->all_reduce_sum_(stats);  // Σx, Σx², count over every rank
+                             torch::full({1}, static_cast<double>(x.numel() / C), xf.options().dtype(torch::kDouble))});
+    pg->all_reduce_sum_(stats, "all_reduce of the BatchNorm statistics");  // Σx, Σx², count over every rank
     const double n = stats[2 * C].item<double>();
     const auto mean = stats.slice(0, 0, C) / n;
     const auto var = (stats.slice(0, C, 2 * C) / n - mean.square()).clamp_min(0);  // biased, as BatchNorm normalises
@@ -61,9 +61,9 @@ struct SyncBnFn : torch::autograd::Function<SyncBnFn> {
     const auto xmu = x.to(torch::kFloat) - mean.to(torch::kFloat).view(shape);
     const auto sum_dy = dy.sum({0, 2, 3}, false, torch::kDouble), sum_dy_xmu = (dy * xmu).sum({0, 2, 3}, false, torch::kDouble);
     auto red = torch::cat({sum_dy, sum_dy_xmu});
-    pg->all_reduce_sum_(red);  // the input gradient needs the global sums
+    pg->all_reduce_sum_(red, "all_reduce of the BatchNorm gradient sums");  // the input gradient needs the global sums
     const auto g_sum_dy = red.slice(0, 0, C), g_sum_dy_xmu = red.slice(0, C, 2 * C);
-    const auto w = weight.defined() ? weight.to(torch::kDouble) : torch::ones({C}, torch::kDouble);
+    const auto w = weight.defined() ? weight.to(torch::kDouble) : torch::ones({C}, dy.options().dtype(torch::kDouble));
     // dx = (dy − mean(dy) − (x−μ)·invstd²·mean(dy·(x−μ)))·invstd·γ, the means over the global batch
     const auto k = (w * invstd).to(torch::kFloat).view(shape);
     const auto c1 = (g_sum_dy / n).to(torch::kFloat).view(shape);

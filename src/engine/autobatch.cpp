@@ -7,12 +7,10 @@
 #include <cmath>
 
 #include "yolo11/compat.h"
-#include "yolo11/engine/inference.h"
+#include "yolo11/engine/amp.h"
+#include "yolo11/loss/detection_loss.h"
 #include "yolo11/model/yolo.h"
 
-#ifdef YOLO11_HAS_CUDA
-#include <ATen/cuda/CUDAContext.h>
-#endif
 
 namespace yolo11::engine {
 
@@ -51,11 +49,10 @@ AutoBatchFit fit_batch(const std::vector<std::pair<int64_t, double>>& samples, d
   return f;
 }
 
-std::string resolve_batch(config::TrainConfig& cfg, const std::string& device_str) {
+std::string resolve_batch(config::TrainConfig& cfg, const c10::Device& device) {
   if (cfg.batch_fraction <= 0) return "";
   const double fraction = cfg.batch_fraction;
   cfg.batch_fraction = 0;
-  const torch::Device device = select_device(device_str);
   if (!device.is_cuda()) {
     cfg.batch = 16;
     return fmt::format("AutoBatch (batch={}) sizes the batch to a fraction of CUDA device memory; device={} has none to "
@@ -63,9 +60,13 @@ std::string resolve_batch(config::TrainConfig& cfg, const std::string& device_st
                        fraction == 0.6 ? std::string("-1") : fmt::format("{}", fraction), device.str());
   }
 #ifdef YOLO11_HAS_CUDA
+  // The run's own device (core/device.h: this rank's GPU under DDP), made current by the device plan.
   const int idx = device.index() < 0 ? 0 : device.index();
-  const double total = static_cast<double>(at::cuda::getDeviceProperties(idx)->totalGlobalMem);
+  compat::synchronize(idx);
+  const compat::MemoryInfo mem0 = compat::memory_info(idx);
   std::vector<std::pair<int64_t, double>> samples;
+  std::string precision = "float32";
+  double constant_bytes = 0;
   {
     model::ModelOptions mo;
     mo.yaml = model::resolve_model_yaml(cfg.model);
@@ -74,37 +75,56 @@ std::string resolve_batch(config::TrainConfig& cfg, const std::string& device_st
     model::YOLO net(mo);
     net->to(device);
     model::to_channels_last(*net);
+    // Probe in the precision the run will train in: the same AMP check the trainer makes (check_amp), so a device
+    // where float16 fails is probed in float32 instead of the lighter float16.
+    const AmpPolicy amp = choose_amp(cfg.amp, device, *net);
+    precision = amp.precision();
     net->train();
+    loss::DetectionLoss criterion(mo.nc, net->strides(), net->reg_max());
+    // What the step holds besides activations and gradients, allocated for the whole run: the EMA copy of every
+    // parameter and buffer, and the optimizer state (Adam's two moments; SGD needs one, so this errs on the safe side).
+    for (const auto& p : net->parameters()) constant_bytes += 3.0 * static_cast<double>(p.nbytes());
+    for (const auto& b : net->buffers()) constant_bytes += static_cast<double>(b.nbytes());
     compat::synchronize(idx);
-    const double base = static_cast<double>(compat::memory_allocated(idx));
+    const double base = static_cast<double>(compat::memory_info(idx).reserved);
     for (int64_t b : {1, 2, 4, 8, 16}) {
       try {
         compat::reset_peak_memory(idx);
         auto x = torch::rand({b, 3, cfg.imgsz, cfg.imgsz}, torch::TensorOptions().device(device))
                      .contiguous(torch::MemoryFormat::ChannelsLast);
+        // Loss and assigner included (Ultralytics' profile_ops with max_num_obj): kProbeTargets boxes per image.
+        const int64_t n = b * kAutoBatchProbeTargets;
+        auto bidx = torch::arange(b, torch::kLong).repeat_interleave(kAutoBatchProbeTargets);
+        auto cls = torch::randint(mo.nc, {n}, torch::kLong);
+        auto xy = torch::rand({n, 2}) * 0.8 + 0.1;
+        auto wh = torch::rand({n, 2}) * 0.2 + 0.02;
+        auto boxes = torch::cat({xy, wh}, 1);
         {
-          compat::AutocastGuard ac(device.type(), cfg.amp, torch::kHalf);
+          compat::AutocastGuard ac(device.type(), amp.autocast, amp.dtype);
           auto feats = net->forward_feats(x);
-          torch::Tensor s = torch::zeros({}, x.options());
-          for (const auto& f : feats) s = s + f.sum().to(torch::kFloat);
-          s.backward();
+          auto out = criterion(feats, bidx, cls, boxes);
+          out.total.backward();
         }
         compat::synchronize(idx);
-        samples.emplace_back(b, static_cast<double>(compat::peak_memory_allocated(idx)) - base);
+        // Reserved, not allocated: the caching allocator's blocks are what the device no longer has free.
+        samples.emplace_back(b, static_cast<double>(compat::memory_info(idx).peak_reserved) - base);
         net->zero_grad();
       } catch (const std::exception&) {  // out of memory at this probe: fit what ran
         break;
       }
     }
   }
-  torch::manual_seed(cfg.seed);  // the probe's model init drew from the default generator
-  const AutoBatchFit f = fit_batch(samples, total, fraction, 16);
+  torch::manual_seed(cfg.seed);  // the probe's model init and targets drew from the default generator
+  // Free memory as the driver reports it before the probe (other processes' use counted), less what the run holds
+  // for its whole length besides the step itself.
+  const double free_bytes = static_cast<double>(mem0.free) - constant_bytes;
+  AutoBatchFit f = fit_batch(samples, free_bytes, fraction, 16);
   cfg.batch = f.batch;
-  if (!f.fitted)
-    return fmt::format("AutoBatch: {}; using batch=16", f.note);
-  return fmt::format("AutoBatch: {:.0f}% of {:.1f} GiB on cuda:{} → batch={} (fit {:.1f} MiB + {:.1f} MiB/image over "
-                     "{} probe batches)", 100 * fraction, total / (1 << 30), idx, f.batch, f.intercept_bytes / (1 << 20),
-                     f.slope_bytes / (1 << 20), samples.size());
+  if (!f.fitted) return fmt::format("AutoBatch: {}; using batch=16", f.note);
+  return fmt::format("AutoBatch: {:.0f}% of {:.1f} GiB free (of {:.1f} GiB) on cuda:{}, {} with loss, EMA and optimizer "
+                     "state → batch={} (fit {:.1f} MiB + {:.1f} MiB/image over {} probe batches)", 100 * fraction,
+                     static_cast<double>(mem0.free) / (1 << 30), static_cast<double>(mem0.total) / (1 << 30), idx,
+                     precision, f.batch, f.intercept_bytes / (1 << 20), f.slope_bytes / (1 << 20), samples.size());
 #else
   cfg.batch = 16;
   return "AutoBatch: this build has no CUDA; using batch=16";

@@ -42,7 +42,7 @@ data::DatasetOptions dataset_options(const config::TrainConfig& cfg, bool train,
 }  // namespace
 
 std::shared_ptr<data::Loader> make_train_loader(const data::DatasetInfo& info, const config::TrainConfig& cfg,
-                                                bool pin_memory, int rank, int world) {
+                                                const c10::Device& device, int rank, int world) {
   if (world > 1 && (cfg.batch < world || cfg.batch % world != 0))
     throw std::runtime_error("batch=" + std::to_string(cfg.batch) + " is the global batch and must be a multiple of "
                              "WORLD_SIZE=" + std::to_string(world) + " (each rank trains on batch / WORLD_SIZE); pass "
@@ -57,7 +57,9 @@ std::shared_ptr<data::Loader> make_train_loader(const data::DatasetInfo& info, c
   lo.workers = static_cast<int>(cfg.workers);
   lo.shuffle = true;
   lo.seed = static_cast<uint64_t>(cfg.seed);
+  const bool pin_memory = device.is_cuda();
   lo.pin_memory = pin_memory;
+  lo.pin_device = pin_memory ? static_cast<int>(device.index()) : 0;
   lo.float_images = !pin_memory;  // training on the CPU: uint8 → float + channels_last in the workers (issue 15)
   return std::make_shared<data::Loader>(ds, augment_options(cfg, true), lo);
 }

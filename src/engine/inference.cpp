@@ -53,17 +53,6 @@ LoadedDetector load_detector(const std::string& weights, const std::string& mode
   return d;
 }
 
-torch::Device select_device(const std::string& device) {
-  if (device.empty() || device == "cpu") return torch::Device(torch::kCPU);
-  const std::string num = device == "cuda" ? "0" : device.rfind("cuda:", 0) == 0 ? device.substr(5) : device;
-  if (num.empty() || num.size() > 3 || num.find_first_not_of("0123456789") != std::string::npos)
-    throw std::runtime_error("device=" + device + " is not a device: use device=cpu, device=0 (first GPU), "
-                             "device=cuda or device=cuda:N");
-  if (!compat::cuda_available())
-    throw std::runtime_error("device=" + device + " requested but CUDA is not available in this build/machine; use device=cpu");
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(std::stoi(num)));
-}
-
 at::Tensor to_input(const at::Tensor& images, const torch::Device& device, bool channels_last) {
   if (images.is_floating_point())  // converted by the loader workers already (LoaderOptions::float_images)
     return images.to(device, /*non_blocking=*/true)

@@ -18,6 +18,7 @@
 #include <opencv2/videoio/registry.hpp>
 #endif
 
+#include "yolo11/core/device.h"
 #include "yolo11/data/dataset_info.h"
 #include "yolo11/data/labels.h"
 #include "yolo11/data/text.h"
@@ -68,7 +69,7 @@ Predictor::Predictor(const std::string& weights, PredictOptions options, const s
     : impl_(std::make_unique<Impl>()) {
   impl_->o = std::move(options);
   const PredictOptions& o = impl_->o;
-  impl_->device = select_device(o.device);
+  impl_->device = core::plan_device(o.device).device;  // core/device.h: the one device resolution
   impl_->det = load_detector(weights, model_yaml);
   auto& det = impl_->det;
   if (!o.data.empty()) {

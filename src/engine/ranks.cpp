@@ -25,16 +25,17 @@ void report_ranks(Run& r) {
   if (w.kind != "window" || w.last_step != r.global_step) return;  // no window closed at this step (same on all ranks)
   const int world = r.pg->world();
   const auto F = static_cast<int64_t>(instrument::kRankFields.size());
-  auto m = torch::zeros({world, F}, torch::kDouble);
+  // world × F matrix, row-major; every row filled by its own rank, so the sum is the gathered matrix. Host values:
+  // the group makes the tensor on its own device (CUDA under NCCL).
+  std::vector<double> m(static_cast<size_t>(world * F), 0.0);
   const instrument::RankRow row = instrument::rank_row(w);
-  auto acc = m.accessor<double, 2>();
-  for (int64_t k = 0; k < F; ++k) acc[r.pg->rank()][k] = row[static_cast<size_t>(k)];
-  r.pg->all_reduce_sum_(m);  // every row filled by its own rank: the sum is the gathered matrix
+  for (int64_t k = 0; k < F; ++k) m[static_cast<size_t>(r.pg->rank() * F + k)] = row[static_cast<size_t>(k)];
+  m = r.pg->all_reduce_sum(m, "all_reduce of the ranks' stage times");
   if (!r.main_rank) return;
   std::vector<instrument::RankRow> rows(static_cast<size_t>(world));
-  acc = m.accessor<double, 2>();
   for (int i = 0; i < world; ++i)
-    for (int64_t k = 0; k < F; ++k) rows[static_cast<size_t>(i)][static_cast<size_t>(k)] = acc[i][k];
+    for (int64_t k = 0; k < F; ++k)
+      rows[static_cast<size_t>(i)][static_cast<size_t>(k)] = m[static_cast<size_t>(i * F + k)];
   instrument::RankReport rep = instrument::analyze_ranks(std::move(rows));
   rep.epoch = w.epoch;
   rep.first_step = w.first_step;

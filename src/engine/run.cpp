@@ -109,16 +109,19 @@ void setup_environment(Run& r, const Callbacks& callbacks) {
   const std::string fp_env_line = flush_denormals();  // before the loader threads start: they inherit it (issue 15)
   const std::string malloc_line = tune_malloc();      // before the model, loader and their big buffers
   torch::manual_seed(cfg.seed);
-  r.device = select_device(cfg.device);
-  if (r.denv.distributed() && r.device.is_cuda())  // one GPU per process, as torchrun's LOCAL_RANK
-    r.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(r.denv.local_rank));
-  r.cuda = r.device.is_cuda();
+  const std::string determinism_line = compat::apply_determinism(cfg.deterministic);  // Ultralytics' init_seeds
+  // The one device of this process (core/device.h), current before the model, the loader or the group touch it.
+  r.plan = core::plan_device(cfg.device, r.denv.world, r.denv.local_rank);
+  r.device = r.plan.device;
+  r.cuda = r.plan.cuda();
   dist::GroupOptions gopt;
-  gopt.cuda = r.cuda;
+  gopt.device = r.device;
   gopt.timeout = std::chrono::seconds(cfg.dist_timeout);
   r.pg = std::make_unique<dist::ProcessGroup>(r.denv, gopt);
   spdlog::info("yolo11-cpp {} | LibTorch {} | device {} | intra-op threads {} of {} cores | workers {}",
                build::kVersion, build::kTorchVersion, r.device.str(), r.threads, r.cores, cfg.workers);
+  spdlog::info("device: {}", r.plan.reason);
+  spdlog::info("{}", determinism_line);
   if (!r.cuda) spdlog::info("{}", fp_env_line);
   spdlog::info("{}", malloc_line);
   if (r.pg->active())
@@ -132,7 +135,7 @@ void setup_data(Run& r) {
   r.info = data::load_dataset_yaml(cfg.data, cfg.datasets_dir);
   r.nc = cfg.single_cls ? 1 : r.info.nc;
   r.names = cfg.single_cls ? std::vector<std::string>{"item"} : r.info.names;
-  r.train_loader = make_train_loader(r.info, cfg, /*pin_memory=*/r.cuda, r.denv.rank, r.denv.world);
+  r.train_loader = make_train_loader(r.info, cfg, r.device, r.denv.rank, r.denv.world);
   if (r.main_rank) r.val_loader = make_val_loader(r.info, r.info.val, cfg, cfg.batch * 2, "val");  // rank 0 validates
   if (cfg.plots && r.main_rank) data::plot_labels(r.train_loader->dataset(), r.run_dir + "/labels.jpg");
   r.nb = r.train_loader->num_batches();
@@ -206,6 +209,7 @@ void setup_instrumentation(Run& r) {
   if (r.pg->active()) po.dist_backend = r.pg->backend();
   po.train_flops_per_image = 3.0 * r.net->gflops(cfg.imgsz) * 1e9;  // MFU: forward + backward ≈ 3 × forward
   po.cuda = r.cuda;
+  po.cuda_device = r.plan.cuda_index();  // events, sync, NVML and allocator stats of this rank's device
   po.run_dir = r.run_dir;
   po.rank = r.denv.rank;
   po.workers = static_cast<int>(cfg.workers);
@@ -237,7 +241,7 @@ NamedTensors resume(Run& r) {
                              "/weights (last.* and last.prev.* missing or damaged); start a new run instead");
   model::transfer_weights(*r.net, ck->model, ck->path);
   r.ema->load(ck->ema, ck->ema_updates);
-  if (!ck->optimizer.empty()) load_optimizer_state(*r.opt.opt, ck->optimizer);
+  if (!ck->optimizer.empty()) load_optimizer_state(*r.opt.opt, ck->optimizer, r.device);  // map location: this rank
   if (ck->rng_cpu.defined()) restore_rng_state(ck->rng_cpu);
   if (r.cuda && ck->rng_cuda.defined()) compat::set_cuda_rng_state(ck->rng_cuda, r.device.index());
   resumed_scaler = ck->scaler;
@@ -262,7 +266,7 @@ std::unique_ptr<Run> build_run(config::TrainConfig& cfg, const Callbacks& callba
   Run& r = *run;
   r.hooks = std::move(hooks);
   setup_environment(r, callbacks);
-  if (const std::string line = resolve_batch(cfg, cfg.device); !line.empty()) spdlog::warn("{}", line);  // batch=-1
+  if (const std::string line = resolve_batch(cfg, r.device); !line.empty()) spdlog::warn("{}", line);  // batch=-1
   setup_data(r);
   setup_model(r);
   setup_optimization(r);

@@ -141,7 +141,8 @@ void Trainer::train_epoch() {
   // DDP: the epoch's train losses (results.csv) are the mean over ranks; the progress lines are rank 0's.
   // Buffers once more: batches after the epoch's last optimizer step updated each rank's BN statistics alone.
   if (r.pg->active()) {
-    const auto m = r.pg->all_reduce_mean(r.ep.loss_sum / static_cast<double>(std::max<int64_t>(r.ep.seen_steps, 1)))
+    const auto m = r.pg->all_reduce_mean(r.ep.loss_sum / static_cast<double>(std::max<int64_t>(r.ep.seen_steps, 1)),
+                                         "all_reduce of the epoch's train losses")
                        .to(torch::kCPU);
     for (int k = 0; k < 3; ++k) r.ep.tloss[static_cast<size_t>(k)] = m[k].item<double>();
     r.pg->broadcast_buffers(*r.net, 0);
@@ -259,8 +260,8 @@ bool Trainer::optimizer_step() {
     // With ddp_overlap the buckets started during backward: this waits for what backward did not hide (the
     // exposed communication). A non-finite loss on any rank then skips the step on all of them.
     if (r.reducer) r.reducer->finish(/*average=*/false);
-    auto bad = r.ep.bad_since_step.to(torch::kFloat);
-    r.pg->all_reduce_max_(bad);
+    auto bad = r.ep.bad_since_step.to(torch::kFloat);  // on the model's device, the group's (core/device.h)
+    r.pg->all_reduce_max_(bad, "all_reduce of the non-finite-loss flag");
     r.ep.bad_since_step.copy_(bad > 0);
     if (!r.reducer && bad.item<float>() == 0) r.pg->all_reduce_gradients(r.net->parameters(), /*average=*/false);
     // BatchNorm running statistics follow each rank's own batches: rank 0's win (DDP's broadcast_buffers,
@@ -380,9 +381,7 @@ void Trainer::validate_and_save() {
     r.stop = true;
   }
   if (r.pg->active()) {  // DDP: ranks > 0 wait here while rank 0 validates and saves; rank 0's stop decision rules
-    auto flag = torch::full({1}, r.stop ? 1.0f : 0.0f, torch::TensorOptions().device(r.device));
-    r.pg->broadcast({flag}, 0);
-    r.stop = flag.item<float>() > 0;
+    r.stop = r.pg->broadcast_flag(r.stop, 0, "broadcast of rank 0's stop decision");
   }
 }
 
@@ -391,11 +390,9 @@ void Trainer::check_replicas() {
   if (!r.pg->active()) return;  // DDP: prove the replicas stayed in lockstep (bitwise-equal weights on every rank)
   const uint64_t h = dist::weights_hash(*r.net);
   const int64_t hi = static_cast<int64_t>(h >> 32), lo = static_cast<int64_t>(h & 0xffffffffull);
-  auto t = torch::tensor({hi, lo, -hi, -lo}, torch::TensorOptions().dtype(torch::kLong).device(r.device));
-  r.pg->all_reduce_max_(t);
-  const auto v = t.to(torch::kCPU);
-  r.summary.weights_identical = v[0].item<int64_t>() == -v[2].item<int64_t>() &&
-                                v[1].item<int64_t>() == -v[3].item<int64_t>();
+  const std::vector<int64_t> v =
+      r.pg->all_reduce_max(std::vector<int64_t>{hi, lo, -hi, -lo}, "all_reduce of the weight hashes");
+  r.summary.weights_identical = v[0] == -v[2] && v[1] == -v[3];
   r.summary.weights_hash = fmt::format("{:016x}", h);
   if (r.summary.weights_identical)
     spdlog::info("DDP: final weights identical on all {} ranks (hash {})", r.pg->world(), r.summary.weights_hash);

@@ -1,11 +1,13 @@
 // LibTorch 1.13 / 2.x and CPU / CUDA differences, kept out of every other file (include/yolo11/compat.h).
 #include "yolo11/compat.h"
 
+#include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
 #include <dlfcn.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -16,6 +18,8 @@
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <cuda_runtime_api.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
@@ -40,6 +44,39 @@ bool cuda_available() {
 #else
   return false;
 #endif
+}
+
+int cuda_device_count() {
+#ifdef YOLO11_HAS_CUDA
+  return static_cast<int>(torch::cuda::device_count());
+#else
+  return 0;
+#endif
+}
+
+void set_current_device(int index) {
+#ifdef YOLO11_HAS_CUDA
+  if (torch::cuda::is_available()) c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
+#else
+  (void)index;
+#endif
+}
+
+std::string apply_determinism(bool deterministic) {
+  auto& ctx = at::globalContext();
+  ctx.setDeterministicAlgorithms(deterministic, /*warn_only=*/true);
+  ctx.setDeterministicCuDNN(deterministic);
+  ctx.setBenchmarkCuDNN(!deterministic);
+  std::string line;
+  if (deterministic) {
+    const char* prev = std::getenv("CUBLAS_WORKSPACE_CONFIG");
+    if (prev == nullptr || *prev == '\0') ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 1);
+    line = std::string("deterministic=true: deterministic algorithms (warn only), cuDNN deterministic, cuDNN benchmark "
+                       "off, CUBLAS_WORKSPACE_CONFIG=") + std::getenv("CUBLAS_WORKSPACE_CONFIG");
+  } else {
+    line = "deterministic=false: cuDNN benchmark on (autotuned convolutions), non-deterministic algorithms allowed";
+  }
+  return line;
 }
 
 void synchronize(int device) {
@@ -71,6 +108,25 @@ int64_t memory_allocated(int device) {
   (void)device;
   return -1;
 #endif
+}
+
+MemoryInfo memory_info(int device) {
+  MemoryInfo m;
+#ifdef YOLO11_HAS_CUDA
+  if (!torch::cuda::is_available()) return m;
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));  // cudaMemGetInfo reads the current device
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
+    m.free = static_cast<int64_t>(free_b);
+    m.total = static_cast<int64_t>(total_b);
+  }
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
+  m.reserved = stats.reserved_bytes[0].current;
+  m.peak_reserved = stats.reserved_bytes[0].peak;
+#else
+  (void)device;
+#endif
+  return m;
 }
 
 void reset_peak_memory(int device) {

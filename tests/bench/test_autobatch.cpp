@@ -28,12 +28,12 @@ TEST(AutoBatch, FitsALineAndPicksTheBatchForTheFraction) {
 
 TEST(AutoBatch, OnCpuFallsBackToSixteenAndSaysSo) {
   auto cfg = config::TrainConfig::load("", {"batch=-1"});
-  const std::string line = engine::resolve_batch(cfg, "cpu");
+  const std::string line = engine::resolve_batch(cfg, c10::Device(c10::kCPU));
   EXPECT_EQ(cfg.batch, 16);
   EXPECT_DOUBLE_EQ(cfg.batch_fraction, 0.0);
   EXPECT_NE(line.find("batch=-1"), std::string::npos) << line;
   EXPECT_NE(line.find("uses batch=16"), std::string::npos) << line;
   auto fixed = config::TrainConfig::load("", {"batch=8"});
-  EXPECT_EQ(engine::resolve_batch(fixed, "cpu"), "");
+  EXPECT_EQ(engine::resolve_batch(fixed, c10::Device(c10::kCPU)), "");
   EXPECT_EQ(fixed.batch, 8);
 }

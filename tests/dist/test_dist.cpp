@@ -225,6 +225,44 @@ TEST(DistGroup, TwoRanksAllReduceMeanAndBroadcast) {
   EXPECT_EQ(r1, "");
 }
 
+// Every collective checks that its tensors live on the group's device: a CPU tensor handed to an NCCL group (the
+// straggler report's matrix did that) is a clear error naming the collective instead of NCCL's failure at the first
+// window on a GPU machine.
+TEST(DistGroup, ATensorOffTheGroupsDeviceIsAClearError) {
+  const auto cpu = torch::zeros({2, 7}, torch::kDouble);
+  EXPECT_NO_THROW(dist::check_collective_device("x", cpu, c10::Device(c10::kCPU)));
+  const std::string e = error_of([&] {
+    dist::check_collective_device("all_reduce of the ranks' stage times", cpu, c10::Device(c10::kCUDA, 1));
+  });
+  EXPECT_NE(e.find("all_reduce of the ranks' stage times got a tensor on cpu"), std::string::npos) << e;
+  EXPECT_NE(e.find("cuda:1 (NCCL takes CUDA tensors only)"), std::string::npos) << e;
+  dist::ProcessGroup inactive{dist::Env{}};
+  EXPECT_EQ(inactive.device().str(), "cpu");
+  EXPECT_EQ(inactive.options(torch::kDouble).device().str(), "cpu");
+  EXPECT_EQ(inactive.all_reduce_sum({1.0, 2.0}, "x"), (std::vector<double>{1.0, 2.0}));
+  EXPECT_TRUE(inactive.broadcast_flag(true, 0, "x"));
+}
+
+// The host-value collectives the trainer uses for its small values (made on the group's device by the group).
+TEST(DistGroup, TwoRanksHostValueCollectives) {
+  if (!dist::gloo_available()) GTEST_SKIP() << "built without Gloo";
+  const auto [r0, r1] = two_ranks([](dist::ProcessGroup& pg) -> std::string {
+    const double r = pg.rank();
+    const auto s = pg.all_reduce_sum({r, 10 * r + 1}, "sum");
+    if (s != std::vector<double>{1.0, 12.0})
+      return "all_reduce_sum: " + std::to_string(s[0]) + "," + std::to_string(s[1]);
+    const auto m = pg.all_reduce_max(std::vector<double>{-r, r}, "max");
+    if (m != std::vector<double>{0.0, 1.0}) return "all_reduce_max(double)";
+    const auto mi = pg.all_reduce_max(std::vector<int64_t>{(int64_t{1} << 40) + pg.rank(), -pg.rank()}, "max");
+    if (mi != std::vector<int64_t>{(int64_t{1} << 40) + 1, 0}) return "all_reduce_max(int64)";
+    if (pg.broadcast_flag(pg.rank() == 0, 0, "flag") != true) return "broadcast_flag from rank 0";
+    if (pg.broadcast_flag(pg.rank() == 0, 1, "flag") != false) return "broadcast_flag from rank 1";
+    return "";
+  });
+  EXPECT_EQ(r0, "");
+  EXPECT_EQ(r1, "");
+}
+
 TEST(DistGroup, TwoRanksBucketedGradientsEqualTheMeanOfPerRankGradients) {
   if (!dist::gloo_available()) GTEST_SKIP() << "built without Gloo";
   const auto [r0, r1] = two_ranks([](dist::ProcessGroup& pg) -> std::string {

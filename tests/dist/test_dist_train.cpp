@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <sstream>
 #include <thread>
 #include <string>
 #include <vector>
@@ -130,6 +132,44 @@ TEST(DistTrain, StragglerReportNamesASlowBackwardNotTheWaitingRank) {
 
 // Two "nodes" of one process each on loopback, launched separately with NODE_RANK 0 and 1 and no RANK (what a
 // multi-node launcher exports): they train together and end with identical weights.
+// Every collective a whole instrumented DDP run issues (test hook YOLO11_TEST_COLLECTIVE_LOG: one line per collective
+// tensor) gets tensors on the group's device, and the trainer's small values (the straggler report's matrix, the stop
+// decision, the weight hashes) go through the group's host-value calls, which make them there. On the CPU (Gloo) both
+// devices are "cpu"; what the test pins is that each of the trainer's collectives is one the group made or checked.
+TEST(DistTrain, EveryCollectiveOfAnInstrumentedRunIsOnTheGroupsDevice) {
+  if (!yolo11::dist::gloo_available()) GTEST_SKIP() << "built without Gloo";
+  const std::string project = yolo11::test::scratch_dir("ddp_collectives");
+  const std::string logs = yolo11::test::scratch_dir("ddp_collectives_logs");
+  const std::string record = logs + "/collectives.tsv";
+  auto a = args(project, "run", 2, 4);
+  for (auto& s : a)
+    if (s == "instrument=off") s = "instrument=basic";
+  a.insert(a.end(), {"log_every=1", "instrument_warmup=0"});
+  yolo11::test::ScopedEnv hook("YOLO11_TEST_COLLECTIVE_LOG", record);
+  const auto rcs = launch(2, a, logs + "/rank");
+  ASSERT_EQ(rcs[0], 0) << yolo11::test::read_text(logs + "/rank0.log");
+  ASSERT_EQ(rcs[1], 0) << yolo11::test::read_text(logs + "/rank1.log");
+  std::istringstream in(yolo11::test::read_text(record));
+  std::string line;
+  std::map<std::string, int> calls;  // "what" → lines, both ranks
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::istringstream ls(line);
+    for (std::string x; std::getline(ls, x, '\t');) f.push_back(x);
+    ASSERT_EQ(f.size(), 6u) << line;
+    EXPECT_EQ(f[2], f[3]) << "tensor device differs from the group's: " << line;
+    ++calls[f[1].rfind("all_reduce of gradient bucket", 0) == 0 ? "all_reduce of the gradients" : f[1]];
+  }
+  for (const char* what : {"broadcast of the parameters and buffers", "all_reduce of the gradients",
+                           "broadcast of the buffers", "all_reduce of the non-finite-loss flag",
+                           "all_reduce of the ranks' stage times", "broadcast of rank 0's stop decision",
+                           "all_reduce of the weight hashes"})
+    EXPECT_GT(calls[what], 0) << "no collective '" << what << "' recorded";
+  // every collective is one of the known, named ones (a new one gets a name and is added here)
+  for (const auto& [what, n] : calls)
+    EXPECT_TRUE(what.rfind("all_reduce", 0) == 0 || what.rfind("broadcast", 0) == 0) << what << " x" << n;
+}
+
 TEST(DistTrain, TwoNodesOfOneProcessOnLoopbackTrainWithIdenticalWeights) {
   if (!yolo11::dist::gloo_available()) GTEST_SKIP() << "built without Gloo";
   const std::string project = yolo11::test::scratch_dir("ddp_nodes");

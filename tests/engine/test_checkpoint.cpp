@@ -360,13 +360,13 @@ TEST(Checkpoint, OptimizerStateRoundTrips) {
   auto w3 = w1.detach().clone().set_requires_grad(true);
   torch::optim::SGD opt2({w2}, torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
   torch::optim::SGD fresh({w3}, torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
-  engine::load_optimizer_state(opt2, bytes);
+  engine::load_optimizer_state(opt2, bytes, torch::kCPU);
   step(opt1, w1);
   step(opt2, w2);   // same momentum buffer → same update
   step(fresh, w3);  // no momentum history → a different update
   EXPECT_TRUE(torch::equal(w1, w2));
   EXPECT_FALSE(torch::allclose(w1, w3));
-  EXPECT_THROW(engine::load_optimizer_state(opt2, ""), std::runtime_error);
+  EXPECT_THROW(engine::load_optimizer_state(opt2, "", torch::kCPU), std::runtime_error);
 }
 
 TEST(Checkpoint, RngStateRestores) {

@@ -152,3 +152,25 @@ TEST(Resume, SigkillAtRandomMomentsAlwaysLeavesALoadableCheckpoint) {
   // coco8 epoch at imgsz 64 can take less than one poll, so two checkpoints may land between polls.
   EXPECT_GT(next_epoch, last_epoch) << "the run resumed after kill 20 did not continue from epoch " << last_epoch;
 }
+
+// deterministic=true (Ultralytics' init_seeds: deterministic algorithms, cuDNN deterministic, CUBLAS_WORKSPACE_CONFIG)
+// with the settings a user runs, two intra-op threads and two loader workers: two runs of one seed give the same
+// results.csv, all but the time column, bit for bit (the printed digits of every loss and metric).
+TEST(Determinism, TwoSeededRunsWithThreadsAndWorkersGiveIdenticalResults) {
+  ASSERT_TRUE(fs::exists(train_binary())) << train_binary() << " not built";
+  const std::string project = yolo11::test::scratch_dir("determinism");
+  auto args = [&](const std::string& name) {
+    auto a = yolo11::test::coco8_train_args(project, name, 2, /*batch=*/4);
+    a.insert(a.end(), {"threads=2", "workers=2", "deterministic=true"});
+    return a;
+  };
+  const std::string log_a = project + "/a.log", log_b = project + "/b.log";
+  ASSERT_EQ(run(args("a"), log_a), 0) << read_text(log_a);
+  ASSERT_EQ(run(args("b"), log_b), 0) << read_text(log_b);
+  EXPECT_NE(read_text(log_a).find("deterministic=true: deterministic algorithms"), std::string::npos)
+      << read_text(log_a);
+  const auto a = rows_without_time(fs::path(project) / "a" / "results.csv");
+  const auto b = rows_without_time(fs::path(project) / "b" / "results.csv");
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a, b);
+}

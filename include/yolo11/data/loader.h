@@ -29,6 +29,7 @@ struct LoaderOptions {
   int prefetch = 4;        ///< batches built ahead of the consumer (≥ 1)
   int rank = 0, world = 1;
   bool pin_memory = false;  ///< page-locked images (only honoured when torch::cuda::is_available())
+  int pin_device = 0;       ///< with pin_memory: the CUDA device each worker makes current (its pinned pool's context)
   bool drop_last = false;
   /// Deliver the network input instead of uint8: float32 [B, 3, H, W] in [0, 1], channels_last, converted in the
   /// workers exactly as engine::to_input would (CPU training: the trainer thread then only computes; issue 15).

@@ -6,6 +6,7 @@
 // call here a no-op: no store, no group, no copies. No c10d header leaks from here; the LibTorch 1.13 vs 2.x
 // difference of c10d lives in one block of src/dist/dist.cpp.
 #include <ATen/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <chrono>
 #include <cstdint>
@@ -70,15 +71,24 @@ class PendingWork {
   std::function<void()> wait_;
 };
 
+/// Throws std::runtime_error when `t` is not on `group_device`: a collective of an NCCL group needs tensors on that
+/// rank's CUDA device, a Gloo group here takes CPU tensors. `what` names the collective. Every collective of
+/// ProcessGroup checks its tensors with this before they reach the backend.
+void check_collective_device(const std::string& what, const at::Tensor& t, const c10::Device& group_device);
+
 struct GroupOptions {
   std::string backend = "auto";  ///< "auto" (NCCL for a CUDA device when built in, else Gloo), "gloo" or "nccl"
-  bool cuda = false;             ///< tensors live on CUDA device LOCAL_RANK ("auto" then picks NCCL)
+  /// The device every collective's tensors live on: the run's core::DevicePlan device (a CUDA device selects NCCL
+  /// under "auto"; Gloo is wired for CPU tensors only).
+  c10::Device device{c10::kCPU};
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};  ///< store connect + every collective
   int64_t bucket_bytes = 25 << 20;  ///< gradient / parameter bucket size (PyTorch DDP's default 25 MiB)
 };
 
 /// One process group for the life of a training run (RAII: the group and its TCPStore close on destruction).
 /// Default-constructed, or built from a world-1 Env, it is inactive and every collective returns at once.
+/// Every tensor a collective receives must live on device() (check_collective_device; a clear error otherwise):
+/// tensors of the model are there already, and everything else goes through options() or the host-value calls.
 class ProcessGroup {
  public:
   ProcessGroup();
@@ -96,6 +106,19 @@ class ProcessGroup {
   int rank() const { return rank_; }
   int world() const { return world_; }
   const std::string& backend() const { return backend_; }
+  /// The device of this group's tensors (GroupOptions::device; CPU when inactive).
+  const c10::Device& device() const { return device_; }
+  /// Options for a tensor of `dtype` on device(): the one way trainer code makes a tensor it hands to a collective.
+  at::TensorOptions options(c10::ScalarType dtype) const;
+
+  /// Host values through the group (made on device() by options(), read back to the host): the collectives of small
+  /// scalars the trainer issues (losses, flags, the straggler matrix, weight hashes). `what` names it in errors.
+  /// Inactive group: the input itself.
+  std::vector<double> all_reduce_sum(const std::vector<double>& v, const std::string& what);
+  std::vector<double> all_reduce_max(const std::vector<double>& v, const std::string& what);
+  std::vector<int64_t> all_reduce_max(const std::vector<int64_t>& v, const std::string& what);
+  /// Rank `root`'s value of `flag` on every rank.
+  bool broadcast_flag(bool flag, int root, const std::string& what);
 
   /// Overwrites every parameter AND buffer of `module` with rank `root`'s values (bucketed broadcasts), so all
   /// ranks start identical. Call on every rank with the same module structure.
@@ -103,8 +126,8 @@ class ProcessGroup {
   /// Overwrites the buffers (BatchNorm running statistics, counters) of `module` with rank `root`'s: PyTorch DDP's
   /// broadcast_buffers, which keeps replicas identical although each rank's forward updates them on its own batch.
   void broadcast_buffers(torch::nn::Module& module, int root = 0);
-  /// Broadcasts `tensors` in place from `root` (bucketed by dtype and device).
-  void broadcast(const std::vector<at::Tensor>& tensors, int root = 0);
+  /// Broadcasts `tensors` in place from `root` (bucketed by dtype and device); `what` names it in errors.
+  void broadcast(const std::vector<at::Tensor>& tensors, int root = 0, const std::string& what = "broadcast");
 
   /// Reduces the gradients of `params` across ranks in place: flattened into buckets of ≤ bucket_bytes (one per
   /// dtype/device run), one all_reduce(SUM) per bucket, copied back; `average` divides by world (DDP semantics).
@@ -118,18 +141,22 @@ class ProcessGroup {
   PendingWork all_reduce_sum_async(const at::Tensor& t, const std::string& what);
 
   /// Mean of `t` over ranks (a new tensor; `t` itself when inactive). For logged losses and metrics.
-  at::Tensor all_reduce_mean(const at::Tensor& t);
-  /// Element-wise sum / max of `t` over ranks, in place.
-  void all_reduce_sum_(at::Tensor& t);
-  void all_reduce_max_(at::Tensor& t);
+  at::Tensor all_reduce_mean(const at::Tensor& t, const std::string& what = "all_reduce(mean)");
+  /// Element-wise sum / max of `t` over ranks, in place; `what` names it in errors.
+  void all_reduce_sum_(at::Tensor& t, const std::string& what = "all_reduce(SUM)");
+  void all_reduce_max_(at::Tensor& t, const std::string& what = "all_reduce(MAX)");
   /// Blocks until every rank has reached it.
   void barrier();
 
  private:
+  /// check_collective_device(what, t, device()) (and the test hook's log line).
+  void check(const std::string& what, const at::Tensor& t) const;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
   int rank_ = 0, world_ = 1;
   std::string backend_ = "none";
+  c10::Device device_{c10::kCPU};
   int64_t bucket_bytes_ = 25 << 20;
 };
 

@@ -77,9 +77,11 @@ std::optional<Checkpoint> load_checkpoint(const std::string& weights_dir, const 
 /// Throws std::runtime_error naming the file and the defect. With `weights_only` the state file is not needed.
 Checkpoint read_checkpoint(const std::string& weights_file, bool weights_only = false);
 
-/// Optimizer state as bytes (torch::serialize::OutputArchive) and back (same parameter layout required).
+/// Optimizer state as bytes (torch::serialize::OutputArchive) and back (same parameter layout required). Loading maps
+/// every state tensor onto `device`, the run's (core::DevicePlan): a checkpoint saved on cuda:0 resumes on cuda:1, a
+/// DDP rank > 0 or the CPU. Throws std::runtime_error for empty bytes, what LibTorch throws for a bad archive.
 std::string save_optimizer_state(const torch::optim::Optimizer& opt);
-void load_optimizer_state(torch::optim::Optimizer& opt, const std::string& bytes);
+void load_optimizer_state(torch::optim::Optimizer& opt, const std::string& bytes, const torch::Device& device);
 
 /// Gradients accumulated since the last optimizer step, for Checkpoint::grads: every parameter's defined .grad
 /// (name → tensor, as held: loss-scaled under a GradScaler). Call only off an optimizer-step boundary.

@@ -1,5 +1,7 @@
 #pragma once
 // The one mapping from a TrainConfig to the data pipeline's options, shared by the trainer and yolo11-val.
+#include <c10/core/Device.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,9 +19,10 @@ data::AugmentOptions augment_options(const config::TrainConfig& cfg, bool train)
 /// Training loader over info.train: verified dataset (instances required, `fraction`, `cache`, `single_cls`),
 /// shuffled with `seed`, `workers` threads, batch `batch`. Logs the dataset summary. Throws what Dataset throws.
 /// DDP (world > 1): this rank's shard of every epoch's order and a per-rank batch of batch / world (the config's
-/// batch is the global batch, as Ultralytics); throws when batch is not divisible by world.
+/// batch is the global batch, as Ultralytics); throws when batch is not divisible by world. A CUDA `device` (the
+/// run's core::DevicePlan) gets pinned uint8 batches made by workers whose current CUDA device is `device`'s.
 std::shared_ptr<data::Loader> make_train_loader(const data::DatasetInfo& info, const config::TrainConfig& cfg,
-                                                bool pin_memory, int rank = 0, int world = 1);
+                                                const c10::Device& device, int rank = 0, int world = 1);
 
 /// Validation loader over `sources` (info.val for the trainer, the chosen split for yolo11-val): rect batches of
 /// `batch` images, no shuffling, no augmentation. Logs the dataset summary under `label`.

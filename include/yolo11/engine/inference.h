@@ -21,10 +21,6 @@ struct LoadedDetector {
 /// the file when it is unreadable or matches no YOLO11 scale.
 LoadedDetector load_detector(const std::string& weights, const std::string& model_yaml = "configs/models/yolo11.yaml");
 
-/// Ultralytics `device=` value → torch::Device: "" or "cpu" → CPU; "0", "cuda", "cuda:N" → that GPU. Throws
-/// std::runtime_error for anything else (naming the accepted forms) and when CUDA is not available.
-torch::Device select_device(const std::string& device);
-
 /// The network input of a batch of images (Ultralytics preprocess: `img.to(device).float() / 255`): uint8
 /// [B, 3, H, W] RGB (any device; pinned host memory copies asynchronously) → float32 [B, 3, H, W] in [0, 1] on
 /// `device`, channels_last (NHWC) memory when `channels_last` (the layout the trainer and validator run in), else

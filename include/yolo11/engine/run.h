@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "yolo11/config/train_config.h"
+#include "yolo11/core/device.h"
 #include "yolo11/data/dataset_info.h"
 #include "yolo11/data/loader.h"
 #include "yolo11/dist/dist.h"
@@ -51,6 +52,7 @@ struct Run {
   bool resuming = false;
   std::string run_dir;       ///< empty on ranks > 0
   int cores = 1, threads = 1;
+  core::DevicePlan plan;     ///< the device of this process and why (core/device.h); `device` and `cuda` mirror it
   torch::Device device{torch::kCPU};
   bool cuda = false;
   std::unique_ptr<dist::ProcessGroup> pg;  ///< inactive at world 1: every collective is a no-op
@@ -111,7 +113,7 @@ std::unique_ptr<Run> build_run(config::TrainConfig& cfg, const Callbacks& callba
 NamedTensors resume(Run& run);
 
 /// DDP, after Profiler::end_step on every rank: when that step closed a window, gathers every rank's stage times
-/// per step (one all-reduce of a world × 7 double matrix; every rank closes the same windows) and, on rank 0, logs
+/// per step (one all-reduce of a world × kRankFields double matrix; every rank closes the same windows) and, on rank 0, logs
 /// the straggler report and records it (breakdown.csv kind "rank", summary.json "ranks"; instrument/straggler.h).
 void report_ranks(Run& run);
 
