@@ -358,11 +358,15 @@ std::string save_optimizer_state(const torch::optim::Optimizer& opt) {
   return os.str();
 }
 
-void load_optimizer_state(torch::optim::Optimizer& opt, const std::string& bytes, const torch::Device& device) {
+void read_optimizer_archive(torch::serialize::InputArchive& ar, const std::string& bytes, const torch::Device& device) {
   if (bytes.empty()) throw std::runtime_error("load_optimizer_state: the checkpoint holds no optimizer state");
-  torch::serialize::InputArchive ar;
   std::istringstream is(bytes);
   ar.load_from(is, device);  // map location: the archive remembers the saving device (another GPU, CUDA on a CPU run)
+}
+
+void load_optimizer_state(torch::optim::Optimizer& opt, const std::string& bytes, const torch::Device& device) {
+  torch::serialize::InputArchive ar;
+  read_optimizer_archive(ar, bytes, device);
   opt.load(ar);
 }
 

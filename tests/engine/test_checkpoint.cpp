@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <unistd.h>
 
@@ -367,6 +368,35 @@ TEST(Checkpoint, OptimizerStateRoundTrips) {
   EXPECT_TRUE(torch::equal(w1, w2));
   EXPECT_FALSE(torch::allclose(w1, w3));
   EXPECT_THROW(engine::load_optimizer_state(opt2, "", torch::kCPU), std::runtime_error);
+}
+
+// The optimizer state is loaded onto the run's device, not the one that saved it (a checkpoint of cuda:0 resumed by
+// DDP rank 1, on another GPU or on the CPU). The meta device stands in for "another device" on a CPU machine: the
+// archive saved here on the CPU comes back with every state tensor on the device asked for.
+TEST(Checkpoint, OptimizerStateLoadsOntoTheRunsDevice) {
+  auto w = torch::randn({4, 2}, torch::requires_grad());
+  torch::optim::SGD opt({w}, torch::optim::SGDOptions(0.1).momentum(0.9));
+  (w * w).sum().backward();
+  opt.step();
+  const std::string bytes = engine::save_optimizer_state(opt);
+  torch::serialize::InputArchive ar;
+  engine::read_optimizer_archive(ar, bytes, torch::Device(torch::kMeta));
+  int tensors = 0;
+  std::function<void(torch::serialize::InputArchive&, const std::string&)> walk =
+      [&](torch::serialize::InputArchive& a, const std::string& prefix) {
+        for (const auto& key : a.keys()) {
+          torch::Tensor t;
+          torch::serialize::InputArchive sub;
+          if (a.try_read(key, t)) {
+            EXPECT_EQ(t.device().type(), torch::kMeta) << prefix + key;
+            ++tensors;
+          } else if (a.try_read(key, sub)) {
+            walk(sub, prefix + key + "/");
+          }
+        }
+      };
+  walk(ar, "");
+  EXPECT_GT(tensors, 0);  // the momentum buffer at least
 }
 
 TEST(Checkpoint, RngStateRestores) {

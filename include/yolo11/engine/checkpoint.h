@@ -20,6 +20,9 @@ class Optimizer;
 namespace torch::nn {
 class Module;
 }
+namespace torch::serialize {
+class InputArchive;
+}
 
 namespace yolo11::engine {
 
@@ -82,6 +85,8 @@ Checkpoint read_checkpoint(const std::string& weights_file, bool weights_only = 
 /// DDP rank > 0 or the CPU. Throws std::runtime_error for empty bytes, what LibTorch throws for a bad archive.
 std::string save_optimizer_state(const torch::optim::Optimizer& opt);
 void load_optimizer_state(torch::optim::Optimizer& opt, const std::string& bytes, const torch::Device& device);
+/// The archive load_optimizer_state reads, every tensor of it on `device`.
+void read_optimizer_archive(torch::serialize::InputArchive& ar, const std::string& bytes, const torch::Device& device);
 
 /// Gradients accumulated since the last optimizer step, for Checkpoint::grads: every parameter's defined .grad
 /// (name → tensor, as held: loss-scaled under a GradScaler). Call only off an optimizer-step boundary.
