@@ -106,6 +106,16 @@ TEST(Diagnosis, ComputeBoundOnCpuMentionsImgszAndBatch) {
   EXPECT_EQ(d.advice.find("amp"), std::string::npos) << "AMP does not apply on CPU: " << d.advice;
 }
 
+// A build without CUDA is not told to pass device=0 (which would stop with "no CUDA"), but how to get a CUDA build.
+TEST(Diagnosis, ComputeBoundOnACpuOnlyBuildDoesNotAdviseDeviceZeroAlone) {
+  const auto w = window({{"forward", 0.35}, {"loss", 0.05}, {"backward", 0.5}}, -1);
+  auto c = ctx(2, 2, "False", false, "cpu");
+  EXPECT_NE(diagnose(w, c).advice.find("a CUDA device (device=0)"), std::string::npos);
+  c.cuda_built = false;
+  const Diagnosis d = diagnose(w, c);
+  EXPECT_NE(d.advice.find("this build has no CUDA: build against a CUDA LibTorch"), std::string::npos) << d.advice;
+}
+
 TEST(Diagnosis, NoSmallerImgszIsAdvisedBelow320) {
   const auto w = window({{"forward", 0.35}, {"loss", 0.05}, {"backward", 0.5}}, -1);
   auto c = ctx(2, 2, "False", false, "cpu");

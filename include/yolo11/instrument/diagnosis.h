@@ -34,6 +34,9 @@ struct AdviceContext {
   std::string device = "cpu";
   bool sync = false;  ///< profiler sync mode (a device sync per stage inflates optimizer/sync time)
   int threads = 0;    ///< intra-op compute threads (the what-if's CPU contention, whatif.h); 0 = unknown
+  /// The trainer's build has CUDA (compat::built_with_cuda): the CPU advice then says device=0, else how to get a
+  /// CUDA build (device=0 would stop with "no CUDA"). Analyses of finished runs keep the default.
+  bool cuda_built = true;
 };
 
 struct Diagnosis {
