@@ -21,18 +21,24 @@
 #               channels_last, eval fused/unfused), bench/yolo11-bench-amp --cuda b16 and b64 (fp32 vs fp16 AMP)
 #   train_off   coco128 640 batch 16, 3 epochs, val=false, device=0, instrument=off     } same settings: compare the
 #   train_basic the same with instrument=basic (stage timers from CUDA events)            } s/epoch (results.csv)
-#   train_full  the same with instrument=full (+ NVML sampler); its run is resumed         } = instrument overhead
+#   train_full  the same with instrument=full (+ NVML sampler, profile_ops in epoch 3: ops.txt with the CUDA kernels);
+#               its run is resumed                                                          } = instrument overhead
 #   train_sync  the same as train_full with sync=true (synchronized wall stage times: compare with train_full's
 #               CUDA-event times)
 #   resume      resume=<train_full's run dir> epochs=4 val=true: continues from its last checkpoint (results.csv
 #               must then hold 4 epochs)
 #   val         yolo11-val --weights <train_full>/weights/best.safetensors --data coco128 (mAP, speed)
+#   val_cpu     the same weights validated with device=cpu: mAP50-95 within 1e-3 of val's
+#   autobatch   batch=-1 (AutoBatch: the batch it picks from the probe) and one epoch at that batch without OOM
 #   tests       build the core/instrument/engine test executables, ctest -LE slow on labels core|instrument and
 #               engine's Amp|Checkpoint tests (needs no ../shared/golden)
 # Budgets (seconds; the table is printed first, into summary.md too): each phase is killed at its own budget plus
 # what earlier phases left unused, the budgets of the phases after it always kept in reserve; they add up to the
 # deadline CHECK_DEADLINE_S (540 s = 9 minutes, leaving a minute of the 10-minute call for start-up and packing):
-#   preflight 20, configure 40, build 185, step 40, train_off/basic/full/sync 30 each, resume 30, val 15, tests 90.
+#   preflight 20, configure 40, build 160, step 30, train_off/basic/full/sync 30 each, resume 30, val 15, val_cpu 35,
+#   autobatch 30, tests 50.
+# After the phases: the instrument-overhead table (s/epoch against train_off) and the determinism lines (train_off,
+# train_basic and train_full share one seed and deterministic=true: their results.csv must be equal but for time).
 # Outputs: $OUT/summary.md (budget table, then one block per phase appended as it ends: rc, seconds, limit, the
 # phase's key lines; at the end the instrument-overhead table and RESULT) and $OUT/logs.tgz (every
 # <phase>.log and the runs' train.log/results.csv/summary.json/breakdown.csv, re-packed after each phase). The
@@ -65,15 +71,17 @@ DEADLINE=${CHECK_DEADLINE_S:-540}
 ORIG_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
 CARRY_LD=$ORIG_LD_LIBRARY_PATH
 
-PHASES=(preflight configure build step train_off train_basic train_full train_sync resume val tests)
-declare -A BUDGET=([preflight]=20 [configure]=40 [build]=185 [step]=40 [train_off]=30 [train_basic]=30
-                   [train_full]=30 [train_sync]=30 [resume]=30 [val]=15 [tests]=90)
+PHASES=(preflight configure build step train_off train_basic train_full train_sync resume val val_cpu autobatch tests)
+declare -A BUDGET=([preflight]=20 [configure]=40 [build]=160 [step]=30 [train_off]=30 [train_basic]=30
+                   [train_full]=30 [train_sync]=30 [resume]=30 [val]=15 [val_cpu]=35 [autobatch]=30 [tests]=50)
 declare -A WHAT=([preflight]="CUDA majors (driver, nvcc, torch), glibc/GLIBCXX of the carry, tools, GPU"
                  [configure]="CMake Release (LibTorch + .device)" [build]="train, val, model-step benches"
                  [step]="raw model fwd+bwd benches" [train_off]="train, instrument=off"
                  [train_basic]="train, instrument=basic" [train_full]="train, instrument=full"
                  [train_sync]="train, instrument=full sync=true" [resume]="resume train_full's run, +1 epoch"
-                 [val]="yolo11-val of train_full's best weights" [tests]="test subset (ctest -LE slow)")
+                 [val]="yolo11-val of train_full's best weights"
+                 [val_cpu]="the same weights validated on the CPU: mAP within 1e-3 of val's"
+                 [autobatch]="batch=-1: AutoBatch's pick, one epoch at it" [tests]="test subset (ctest -LE slow)")
 
 if [ "$DRY" = 1 ]; then
   MODE="dry run (CPU)"
@@ -82,7 +90,10 @@ if [ "$DRY" = 1 ]; then
   TRAIN_ARGS=(--cfg configs/coco8.yaml imgsz=64 batch=2 epochs=2 workers=1 threads=2 device=cpu val=false
               plots=false log_every=1 instrument_warmup=1)
   EPOCHS=2
+  PROFILE_OPS=(profile_ops=5:7)   # 4 steps per epoch
+  AUTOBATCH_ARGS=(--cfg configs/coco8.yaml imgsz=64 epochs=1 workers=1 threads=2 device=cpu val=false plots=false)
   VAL_ARGS=(imgsz=64 batch=2 workers=1 device=cpu)
+  VAL_CPU_ARGS=(imgsz=64 batch=2 workers=1 threads=2 device=cpu)
   BENCH_ARGS=(--imgsz 64 --iters 2 --warmup 1 --threads 2)
   BENCH_BATCHES_AMP=(2)
   TEST_TARGETS=(yolo11_test_core)
@@ -95,7 +106,10 @@ else
   TRAIN_ARGS=(--cfg configs/coco128.yaml imgsz=640 batch=16 epochs=3 workers=12 device=0 val=false plots=false
               log_every=4)
   EPOCHS=3
+  PROFILE_OPS=(profile_ops=18:21)   # epoch 3 of 8 steps: the operator table with the CUDA kernels (Kineto)
+  AUTOBATCH_ARGS=(--cfg configs/coco128.yaml imgsz=640 epochs=1 workers=12 device=0 val=false plots=false)
   VAL_ARGS=(imgsz=640 batch=16 workers=8 device=0)
+  VAL_CPU_ARGS=(imgsz=640 batch=16 workers=8 device=cpu)
   BENCH_ARGS=(--cuda --imgsz 640 --iters 10 --warmup 3)
   BENCH_BATCHES_AMP=(16 64)
   TEST_TARGETS=(yolo11_test_core yolo11_test_instrument yolo11_test_engine)
@@ -248,7 +262,8 @@ ph_step() {
 # ---- training runs -------------------------------------------------------------------------------------------------
 # key lines of a finished run's console log: AMP, per-epoch times, the last epoch window, the run's diagnosis
 run_notes() {
-  notes_from "$LOGS/$PHASE.log" 'AMP check|epoch [0-9]+/[0-9]+:|epoch [0-9]+ \(steps|run diagnosis|Resuming training'
+  notes_from "$LOGS/$PHASE.log" \
+    '^device:|AMP check|amp=|GradScaler|loss scale|epoch [0-9]+/[0-9]+:|epoch [0-9]+ \(steps|run diagnosis|Resuming training|AutoBatch|ops\.txt' 12
 }
 ph_train() {   # ph_train NAME key=value...
   local name=$1; shift
@@ -259,7 +274,7 @@ ph_train() {   # ph_train NAME key=value...
 }
 ph_train_off()   { ph_train train_off instrument=off; }
 ph_train_basic() { ph_train train_basic instrument=basic; }
-ph_train_full()  { ph_train train_full instrument=full; }
+ph_train_full()  { ph_train train_full instrument=full "${PROFILE_OPS[@]}"; }
 ph_train_sync()  { ph_train train_sync instrument=full sync=true; }
 ph_resume() {
   local run=$RUNS/train_full rows
@@ -274,8 +289,29 @@ ph_val() {
   local w=$RUNS/train_full/weights/best.safetensors
   [ -f "$w" ] || { note "no $w (train_full/resume failed?)"; return 1; }
   carry "$B/yolo11-val" --weights "$w" --data "$DATA" "${VAL_ARGS[@]}" project="$WORK/val" name=val exist_ok=true plots=false
-  notes_from "$LOGS/val.log" '^ +all |Speed:|Losses'
-  rm -rf "$RUNS/train_full/weights"   # resume and val have used them
+  notes_from "$LOGS/val.log" '^device:|^ +all |Speed:|Losses'
+}
+# mAP50-95 of the "all" row of a yolo11-val log (the last column)
+val_map() { grep -E '^ +all ' "$1" | tail -n 1 | awk '{print $NF}'; }
+ph_val_cpu() {
+  local w=$RUNS/train_full/weights/best.safetensors a b
+  [ -f "$w" ] || { note "no $w (train_full/resume failed?)"; return 1; }
+  carry "$B/yolo11-val" --weights "$w" --data "$DATA" "${VAL_CPU_ARGS[@]}" project="$WORK/val" name=val_cpu exist_ok=true \
+    plots=false
+  notes_from "$LOGS/val_cpu.log" '^device:|^ +all |Speed:'
+  rm -rf "$RUNS/train_full/weights"   # resume, val and val_cpu have used them
+  a=$(val_map "$LOGS/val.log"); b=$(val_map "$LOGS/val_cpu.log")
+  [ -n "$a" ] && [ -n "$b" ] || { note "FAIL: no mAP50-95 read from val.log ('$a') or val_cpu.log ('$b')"; return 1; }
+  if awk -v a="$a" -v b="$b" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= 1e-3)}'; then
+    note "mAP50-95: $DEVICE $a, cpu $b: within 1e-3"
+  else
+    note "FAIL: mAP50-95 $DEVICE $a against cpu $b: more than 1e-3 apart"; return 1
+  fi
+}
+ph_autobatch() {
+  carry "$B/yolo11-train" "${AUTOBATCH_ARGS[@]}" batch=-1 instrument=basic project="$RUNS" name=autobatch exist_ok=true
+  run_notes
+  rm -rf "$RUNS/autobatch/weights"
 }
 
 # ---- unit tests ----------------------------------------------------------------------------------------------------
@@ -370,7 +406,7 @@ for p in "${PHASES[@]}"; do
   if [ -n "$STOP" ]; then not_run "$p" "$STOP"; continue; fi
   case $p in
     resume) [ "${RC[train_full]}" = 0 ] || { not_run "$p" "train_full failed"; continue; } ;;
-    val) [ -f "$RUNS/train_full/weights/best.safetensors" ] || { not_run "$p" "no best weights from train_full"; continue; } ;;
+    val|val_cpu) [ -f "$RUNS/train_full/weights/best.safetensors" ] || { not_run "$p" "no best weights from train_full"; continue; } ;;
   esac
   phase "$p"
   case $p in   # without these, nothing after them can run
@@ -390,6 +426,24 @@ done
     [ "$r" = train_off ] && base=$m
     rel=$([ -n "$m" ] && [ -n "$base" ] && awk -v a="$m" -v b="$base" 'BEGIN {if (b > 0) printf "%+.1f%%", (a / b - 1) * 100}')
     echo "| $r | ${m:-n/a} | ${rel:-n/a} |"
+  done
+} >> "$SUM"
+
+# determinism: train_off, train_basic and train_full ran one seed with deterministic=true (the default) on the same
+# settings; the instrument level must not change a number, so results.csv (all but the time column) must match
+{
+  echo
+  ref=$RUNS/train_off/results.csv
+  for r in train_basic train_full; do
+    f=$RUNS/$r/results.csv
+    if [ -f "$ref" ] && [ -f "$f" ]; then
+      # the first EPOCHS rows: the resume phase appended one more to train_full's
+      if cmp -s <(head -n $((EPOCHS + 1)) "$ref" | cut -d, -f1,3-) <(head -n $((EPOCHS + 1)) "$f" | cut -d, -f1,3-); then
+        echo "- determinism: $r results.csv equals train_off's (all but time): identical"
+      else
+        echo "- determinism: $r results.csv DIFFERS from train_off's (all but time)"
+      fi
+    fi
   done
 } >> "$SUM"
 
