@@ -27,6 +27,9 @@ add_library(yolo11::deps ALIAS yolo11_deps)
 target_link_libraries(yolo11_deps INTERFACE ${TORCH_LIBRARIES} ${OpenCV_LIBS} yaml-cpp spdlog::spdlog
                       nlohmann_json::nlohmann_json Threads::Threads ${CMAKE_DL_LIBS})
 target_include_directories(yolo11_deps SYSTEM INTERFACE ${OpenCV_INCLUDE_DIRS})
+# <fmt/...> is the fmt spdlog was built with in every unit, not the copy a pip LibTorch bundles (cmake/FmtPin.cmake).
+include(FmtPin)
+yolo11_pin_fmt(yolo11_deps)
 # Optional OpenCV modules (Debian's OpenCVConfig imports every installed module as a target; the GPU carry built by
 # tools/device/prepare.sh has only core/imgproc/imgcodecs): videoio → video files and webcams as predict sources;
 # freetype (libopencv-contrib-dev) → UTF-8 class names drawn with a TrueType font (fonts-dejavu-core). Absent → those
