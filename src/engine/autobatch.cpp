@@ -69,7 +69,7 @@ std::string resolve_batch(config::TrainConfig& cfg, const c10::Device& device) {
   double constant_bytes = 0;
   {
     model::ModelOptions mo;
-    mo.yaml = model::resolve_model_yaml(cfg.model);
+    mo.yaml = cfg.model;  // YOLOImpl reads yolo11n.yaml-style names, then resolves the file
     mo.scale = cfg.model_scale;
     mo.nc = 80;
     model::YOLO net(mo);

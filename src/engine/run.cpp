@@ -143,10 +143,13 @@ void setup_data(Run& r) {
 
 void setup_model(Run& r) {
   auto& cfg = r.cfg;
-  r.mo.yaml = model::resolve_model_yaml(cfg.model);
+  // Not resolved here: YOLOImpl first reads Ultralytics' model names (yolo11n.yaml = yolo11.yaml at scale n), then
+  // finds the file (model::resolve_model_yaml); r.mo keeps what it settled on, for the validation copies.
+  r.mo.yaml = cfg.model;
   r.mo.scale = cfg.model_scale;
   r.mo.nc = r.nc;
   r.net = model::YOLO(r.mo);
+  r.mo = r.net->options();
   if (cfg.pretrained != "true" && cfg.pretrained != "false" && !cfg.pretrained.empty())
     spdlog::info("{}", model::load_weights(*r.net, cfg.pretrained).str());
   else if (cfg.pretrained == "true")

@@ -56,8 +56,8 @@ config::TrainConfig prepare_resume(const config::TrainConfig& cfg, const std::ve
                                " not found; pass a run directory (runs/train/NAME) or its weights/last.safetensors");
   }
   std::vector<std::string> rest;
-  for (const auto& o : overrides)
-    if (o.rfind("resume=", 0) != 0) rest.push_back(o);
+  for (const auto& o : overrides)  // cfg=FILE is the --cfg spelling: compared below like --cfg, not replayed
+    if (o.rfind("resume=", 0) != 0 && o.rfind("cfg=", 0) != 0) rest.push_back(o);
   auto resumed = config::TrainConfig::load_for_resume((run / "args.yaml").string(), rest);
   resumed.resume = run.string();
   // Values from --cfg cannot change a resumed run either: say which ones are ignored (keys the request sets

@@ -89,7 +89,9 @@ void expect_kill_and_resume_equal(const std::string& tag, const std::vector<std:
     EXPECT_FALSE(ck->grads.empty()) << "the checkpoint of epoch " << ck->epoch + 1 << " holds no accumulated gradients";
   }
 
-  ASSERT_EQ(run({"resume=" + project + "/killed"}, log), 0) << read_text(log);
+  // cfg=FILE beside resume= (the README's `yolo11 train cfg=... resume=...`): the run's saved args still rule
+  ASSERT_EQ(run({"cfg=" + std::string(YOLO11_TEST_SOURCE_DIR) + "/configs/coco8.yaml", "resume=" + project + "/killed"},
+                log), 0) << read_text(log);
   const auto full = rows_without_time(fs::path(project) / "full" / "results.csv");
   const auto resumed = rows_without_time(csv);
   ASSERT_EQ(full.size(), 4u);

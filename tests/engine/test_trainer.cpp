@@ -19,6 +19,7 @@
 #include "yolo11/engine/optimizer.h"
 #include "yolo11/engine/results.h"
 #include "yolo11/engine/trainer.h"
+#include "yolo11/io/safetensors.h"
 #include "yolo11/loss/detection_loss.h"
 #include "yolo11/model/yolo.h"
 #include "yolo11_test_config.h"
@@ -84,6 +85,23 @@ TEST(Trainer, OverfitsOneCoco8BatchIn30Steps) {
   RecordProperty("loss_last", std::to_string(last));
   EXPECT_TRUE(std::isfinite(last));
   EXPECT_LT(last, 0.6 * first) << "loss (box+cls+dfl) went from " << first << " to " << last << " in 30 steps";
+}
+
+// model=yolo11s.yaml, as Ultralytics users type it (the file is configs/models/yolo11.yaml, the letter is the scale):
+// the run builds and trains YOLO11s (model.0 has 32 output channels: 64 × width 0.5; n has 16).
+TEST(Trainer, UltralyticsModelNameTrainsAtItsScale) {
+  const std::string project = test::scratch_dir("trainer_model_name");
+  const std::string datasets = fs::path(test::dataset_dir("coco8")).parent_path().string();
+  auto cfg = config::TrainConfig::load(
+      "", {"model=yolo11s.yaml", "data=" + source_path("configs/datasets/coco8.yaml"), "datasets_dir=" + datasets,
+           "epochs=1", "imgsz=64", "batch=8", "workers=0", "plots=false", "instrument=off", "project=" + project,
+           "name=run"});
+  engine::Trainer trainer(cfg);
+  const auto summary = trainer.train();
+  EXPECT_EQ(summary.epochs_done, 1);
+  const auto w = io::load_safetensors((fs::path(summary.run_dir) / "weights" / "last.safetensors").string());
+  ASSERT_TRUE(w.contains("model.0.conv.weight"));
+  EXPECT_EQ(w.at("model.0.conv.weight").size(0), 32) << "yolo11s.yaml must build scale s";
 }
 
 TEST(Trainer, OneEpochOnCoco8WritesEveryOutput) {
