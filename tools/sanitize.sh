@@ -9,7 +9,10 @@
 #         OpenCV-threads, profiler, sampler and trace tests and a short coco8 training run with workers=4.
 #         Builds into BUILD_ROOT/build-tsan.
 # A sanitizer report fails the job (halt_on_error / exitcode). Suppressions: tools/sanitizers/*.supp (each entry says
-# why). Only our code is instrumented: LibTorch, OpenCV and TBB are Debian's uninstrumented libraries.
+# why). Only our code is instrumented: LibTorch, OpenCV and TBB are uninstrumented libraries.
+# LibTorch: Debian's 1.13 (libtorch-dev; YOLO11_LIBTORCH=debian tools/setup.sh --deps-only installs it), so these
+# jobs are also CI's proof that the 1.13 CPU build still builds and passes the suite (the release build and
+# tools/test.sh use the wheel's 2.15). SANITIZE_LIBTORCH=/a/libtorch/root runs them against another LibTorch.
 # Needs the datasets (tools/get_dataset.sh coco8 shapes3). Prints the time each phase took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,8 +29,15 @@ elapsed() { echo "[sanitize] $1: $(( $(date +%s) - $2 )) s"; }
 
 # -g1 (line tables and function names, no variable info): every report's stack still names file:line, and the
 # build is ~25 % faster than with -g (src/engine/checkpoint.cpp under ASan: 33.0 s against 42.4 s).
+DEBIAN_TORCH=/usr/lib/x86_64-linux-gnu/cmake/Torch
+if [ -n "${SANITIZE_LIBTORCH:-}" ]; then TORCH_ARG=(-DYOLO11_LIBTORCH="$SANITIZE_LIBTORCH")
+else
+  [ -f "$DEBIAN_TORCH/TorchConfig.cmake" ] || { echo "[sanitize] Debian's LibTorch 1.13 is missing:" \
+    "YOLO11_LIBTORCH=debian tools/setup.sh --deps-only (or SANITIZE_LIBTORCH=<root>)" >&2; exit 2; }
+  TORCH_ARG=(-DYOLO11_LIBTORCH= -DTorch_DIR="$DEBIAN_TORCH")
+fi
 configure() {  # DIR FLAGS
-  cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${TORCH_ARG[@]}" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS="$2 -fno-omit-frame-pointer" \
     -DCMAKE_EXE_LINKER_FLAGS="$2" -DCMAKE_SHARED_LINKER_FLAGS="$2" \
     -DYOLO11_BUILD_BENCH=OFF ${YOLO11_SHARED_DIR:+-DYOLO11_SHARED_DIR=$YOLO11_SHARED_DIR} \

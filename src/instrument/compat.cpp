@@ -141,6 +141,7 @@ void reset_peak_memory(int device) {
 // ---- EventTimer ----------------------------------------------------------------------------------------------
 struct EventTimer::Impl {
   int device = 0;
+  bool cuda = false;  // a GPU is visible: a CUDA build on a machine without one times nothing, like a CPU build
 #ifdef YOLO11_HAS_CUDA
   struct Pair {
     at::cuda::CUDAEvent start{cudaEventDefault};  // timing enabled (CUDAEvent's default disables it)
@@ -151,12 +152,16 @@ struct EventTimer::Impl {
 #endif
 };
 
-EventTimer::EventTimer(int device) : impl_(std::make_unique<Impl>()) { impl_->device = device; }
+EventTimer::EventTimer(int device) : impl_(std::make_unique<Impl>()) {
+  impl_->device = device;
+  impl_->cuda = cuda_available();
+}
 EventTimer::~EventTimer() = default;
 
 int EventTimer::start() {
 #ifdef YOLO11_HAS_CUDA
   Impl& m = *impl_;
+  if (!m.cuda) return -1;
   int slot;
   if (!m.free_slots.empty()) {
     slot = m.free_slots.back();

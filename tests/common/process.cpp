@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -58,6 +59,28 @@ size_t count_rows(const std::filesystem::path& csv) {
   while (std::getline(in, line))
     if (!line.empty()) ++n;
   return n > 0 ? n - 1 : 0;
+}
+
+std::string readers_python(const std::string& module, std::string& why) {
+  std::string py;
+  if (const char* e = std::getenv("YOLO11_READERS_PYTHON"); e && *e) {
+    py = e;
+  } else {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    const std::string cache = xdg && *xdg ? std::string(xdg) : std::string(home ? home : "") + "/.cache";
+    py = cache + "/yolo11-cpp/readers-venv/bin/python";
+  }
+  if (::access(py.c_str(), X_OK) != 0) {
+    why = "no readers python at " + py + " (tools/readers.sh installs it, or set YOLO11_READERS_PYTHON)";
+    return "";
+  }
+  const std::string log = scratch_dir("readers_python") + "/import_" + module + ".log";
+  if (run(py, {"-c", "import " + module}, log) != 0) {
+    why = py + " cannot import " + module + " (tools/readers.sh installs it): " + read_text(log);
+    return "";
+  }
+  return py;
 }
 
 std::vector<std::string> coco8_train_args(const std::string& project, const std::string& name, int epochs, int batch) {

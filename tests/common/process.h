@@ -24,6 +24,11 @@ size_t count_rows(const std::filesystem::path& csv);
 /// intra-op thread, seed 0, no plots, instrument off, close_mosaic 0, into <project>/<name>.
 std::vector<std::string> coco8_train_args(const std::string& project, const std::string& name, int epochs, int batch = 4);
 
+/// The python of the test-only readers (tools/readers.sh: TensorBoard's and the safetensors package's own readers):
+/// YOLO11_READERS_PYTHON, else ${XDG_CACHE_HOME:-~/.cache}/yolo11-cpp/readers-venv/bin/python, when it imports
+/// `module`; else "" with `why` saying what is missing and how to install it (the test then skips with it).
+std::string readers_python(const std::string& module, std::string& why);
+
 /// Start stress (issue 10): runs yolo11-train `starts` times back to back, each a 1-epoch coco8 run at imgsz 64 with
 /// batch 1 (4 steps) into <project>/s<i>, `workers` cycling through the given values and intra-op threads through
 /// 1, 2. Returns one line per start that ended by a signal or a non-zero exit (with its log's tail); empty = all

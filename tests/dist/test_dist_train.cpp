@@ -1,6 +1,7 @@
 // yolo11-train with WORLD_SIZE=2 (two real processes on localhost, Gloo), as tools/launch_dist.sh launches it:
 // both ranks finish, only rank 0 writes the run dir, and the final weights are bitwise equal on both ranks.
 #include <gtest/gtest.h>
+#include <torch/version.h>
 
 #include <signal.h>
 
@@ -201,10 +202,24 @@ TEST(DistTrain, TorchrunLaunchesTwoRanksThatTrainWithIdenticalWeights) {
   if (torchrun.empty()) GTEST_SKIP() << "torchrun not installed (Debian: apt-get install python3-torch)";
   const std::string project = yolo11::test::scratch_dir("ddp_torchrun");
   const std::string logs = yolo11::test::scratch_dir("ddp_torchrun_logs");
+  // torchrun's agent serves the TCPStore the ranks join: its torch must speak our LibTorch's store protocol. A 1.13
+  // agent (Debian's python3-torch) resets every 2.x client's connection, and the client retries until dist_timeout.
+  std::string python = yolo11::test::read_text(torchrun);
+  python = python.rfind("#!", 0) == 0 ? python.substr(2, python.find('\n') - 2) : "python3";
+  ASSERT_EQ(yolo11::test::run("/bin/sh", {"-c", python + " -c 'import torch; print(torch.__version__)' > '" + logs +
+                                                    "/torch_version.txt'"}, logs + "/torch_version.log"), 0)
+      << yolo11::test::read_text(logs + "/torch_version.log");
+  const std::string theirs = yolo11::test::read_text(logs + "/torch_version.txt");
+  const std::string ours = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + ".";
+  if (theirs.rfind(ours, 0) != 0)
+    GTEST_SKIP() << torchrun << " runs torch " << theirs.substr(0, theirs.find('\n')) << ", this build LibTorch "
+                 << ours << "x: their TCPStore protocols differ (use the torchrun of the same torch; "
+                 << "tools/launch_dist.sh needs none)";
   std::vector<std::string> a{"--nproc_per_node", "2", "--redirects", "2", "--tee", "2", "--master_addr", "127.0.0.1",
                              "--master_port", std::to_string(yolo11::test::free_port()), "--no_python",
                              yolo11::test::exe("yolo11-train")};
   for (const auto& s : args(project, "run", 1, 4)) a.push_back(s);
+  a.push_back("dist_timeout=120");  // a store that never answers ends the test in minutes, not ctest's 30
   const int rc = yolo11::test::wait_exit(yolo11::test::spawn(torchrun, a, logs + "/torchrun.log"));
   const std::string log = yolo11::test::read_text(logs + "/torchrun.log");
   ASSERT_EQ(rc, 0) << log;

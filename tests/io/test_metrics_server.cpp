@@ -7,7 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -215,4 +217,66 @@ TEST(MetricsEndpoint, RegistryRendersHelpTypeAndLabelledSamples) {
   EXPECT_EQ(reg.render(), "# HELP a a gauge\n# TYPE a gauge\na 7\n# HELP b_total a counter\n# TYPE b_total counter\n"
                           "b_total{x=\"1\"} 2.5\n");
   EXPECT_THROW(reg.set("nope", "", 1), std::logic_error);
+}
+
+// A real Prometheus server (Debian's `prometheus`, test-only: .ci/run installs it) scrapes a coco8 run's /metrics every
+// second while it trains and stores the run's samples, and `promtool check metrics` passes on what the run serves.
+TEST(MetricsEndpoint, APrometheusServerScrapesARunAndPromtoolAcceptsTheText) {
+  if (!io::metrics_server_available()) GTEST_SKIP() << "built without cpp-httplib: metrics_port is a clear error here";
+  const std::string prometheus = "/usr/bin/prometheus", promtool = "/usr/bin/promtool";
+  if (::access(prometheus.c_str(), X_OK) != 0 || ::access(promtool.c_str(), X_OK) != 0)
+    GTEST_SKIP() << "no " << prometheus << " / " << promtool << " (apt-get install prometheus; test-only)";
+  const std::string project = test::scratch_dir("metrics_prometheus");
+  const int port = free_port(), prom_port = free_port();
+  {
+    std::ofstream cfg(project + "/prometheus.yml");
+    cfg << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: yolo11\n"
+        << "    static_configs:\n      - targets: ['127.0.0.1:" << port << "']\n";
+  }
+  const pid_t server = test::spawn(prometheus, {"--config.file=" + project + "/prometheus.yml",
+                                                "--storage.tsdb.path=" + project + "/tsdb",
+                                                "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
+                                   project + "/prometheus.log");
+  struct Stop {  // the server goes with the test, whatever happens
+    pid_t pid;
+    ~Stop() { ::kill(pid, SIGTERM), test::wait_exit(pid); }
+  } stop{server};
+  auto query = [&](const std::string& q) { return http_get(prom_port, "/api/v1/query?query=" + q); };
+  for (int i = 0; i < 300 && http_get(prom_port, "/-/ready").first != 200; ++i) ::usleep(100'000);
+  ASSERT_EQ(http_get(prom_port, "/-/ready").first, 200) << test::read_text(project + "/prometheus.log");
+
+  auto args = test::coco8_train_args(project, "run", 2, 2);
+  for (const std::string& a : std::vector<std::string>{"instrument=basic", "log_every=1", "instrument_warmup=0",
+                                                       "metrics_port=" + std::to_string(port)})
+    args.push_back(a);
+  engine::Trainer trainer(config::TrainConfig::load("", args));
+  std::string stored, served;
+  int promtool_rc = -100;
+  trainer.add_callback(Event::on_train_epoch_end, [&](engine::TrainContext& c) {
+    if (c.epoch != 1) return;  // the last epoch, while the run's server is up: wait (≤ 20 s) for a scrape of it
+    for (int i = 0; i < 200; ++i) {
+      stored = query("yolo11_epoch").second;
+      if (stored.find("\"2\"]") != std::string::npos) break;
+      ::usleep(100'000);
+    }
+    served = http_get(port, "/metrics").second;
+    std::ofstream(project + "/metrics.txt") << served;
+    promtool_rc = test::run("/bin/sh", {"-c", promtool + " check metrics < '" + project + "/metrics.txt'"},
+                            project + "/promtool.log");
+  });
+  const auto summary = trainer.train();
+  ASSERT_EQ(summary.epochs_done, 2);
+  // The stored sample: {"metric":{"__name__":"yolo11_epoch","instance":"127.0.0.1:<port>","job":"yolo11","rank":"0"},
+  // "value":[<time>,"2"]}
+  EXPECT_NE(stored.find("\"status\":\"success\""), std::string::npos) << stored;
+  EXPECT_NE(stored.find("\"job\":\"yolo11\""), std::string::npos) << stored;
+  EXPECT_NE(stored.find("\"rank\":\"0\""), std::string::npos) << stored;
+  EXPECT_NE(stored.find("\"2\"]"), std::string::npos) << "no scrape of epoch 2 stored in 20 s: " << stored << "\n"
+                                                      << test::read_text(project + "/prometheus.log");
+  const auto up = query("up").second;  // the scrape itself succeeded
+  EXPECT_NE(up.find("\"instance\":\"127.0.0.1:" + std::to_string(port) + "\""), std::string::npos) << up;
+  const auto steps = query("max_over_time(yolo11_steps_total[5m])").second;
+  EXPECT_NE(steps.find("\"value\":["), std::string::npos) << steps;
+  EXPECT_NE(served.find("yolo11_steps_total"), std::string::npos) << served;
+  EXPECT_EQ(promtool_rc, 0) << test::read_text(project + "/promtool.log") << "\non:\n" << served;
 }

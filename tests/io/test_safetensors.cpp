@@ -3,10 +3,15 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "golden.h"
+#include "process.h"
+#include "yolo11/config/train_config.h"
+#include "yolo11/engine/trainer.h"
 #include "yolo11/io/file.h"
 #include "yolo11/io/safetensors.h"
+#include "yolo11_test_config.h"
 
 using yolo11::io::load_safetensors;
 using yolo11::io::save_safetensors;
@@ -69,4 +74,43 @@ TEST(SafeTensors, ReadsGoldenForwardFile) {
   EXPECT_EQ(f.at("model.0.bn.num_batches_tracked").dim(), 0);
   const auto s = yolo11::test::load_golden("yolo11s_nc3_forward.safetensors");
   EXPECT_EQ(s.at("model.0.conv.weight").scalar_type(), torch::kHalf);
+}
+
+// The safetensors package itself (tools/readers.sh, test-only) reads what a real run wrote: the inference weights
+// (EMA under the Ultralytics keys) and the resume state, each tensor with our reader's name, dtype, shape and values.
+TEST(SafeTensors, TheSafetensorsPackageReadsARunsWeightFiles) {
+  std::string why;
+  const std::string py = yolo11::test::readers_python("safetensors.numpy", why);
+  if (py.empty()) GTEST_SKIP() << why;
+  const std::string project = yolo11::test::scratch_dir("safetensors_package");
+  auto args = yolo11::test::coco8_train_args(project, "run", 1, 4);
+  const auto summary = yolo11::engine::Trainer(yolo11::config::TrainConfig::load("", args)).train();
+  ASSERT_EQ(summary.epochs_done, 1);
+  for (const std::string stem : {"last", "last.state"}) {
+    const std::string file = summary.run_dir + "/weights/" + stem + ".safetensors";
+    const std::string json = project + "/" + stem + ".json", log = project + "/" + stem + ".log";
+    const std::string script = std::string(YOLO11_TEST_SOURCE_DIR) + "/tests/io/read_with_safetensors.py";
+    ASSERT_EQ(yolo11::test::run(py, {script, file, json}, log), 0) << yolo11::test::read_text(log);
+    const auto j = nlohmann::json::parse(yolo11::test::read_text(json));
+    const auto ours = load_safetensors(file);
+    ASSERT_GT(ours.tensors.size(), 10u) << file;
+    ASSERT_EQ(j["tensors"].size(), ours.tensors.size()) << file;
+    for (const auto& [k, v] : ours.metadata) EXPECT_EQ(j["metadata"].value(k, "<missing>"), v) << stem << " " << k;
+    size_t checked = 0;
+    for (const auto& [name, t] : ours.tensors) {
+      ASSERT_TRUE(j["tensors"].contains(name)) << stem << ": the package does not see " << name;
+      const auto& e = j["tensors"][name];
+      EXPECT_EQ(e["shape"].get<std::vector<int64_t>>(), t.sizes().vec()) << name;
+      const std::string dtype = t.scalar_type() == torch::kFloat ? "F32" : t.scalar_type() == torch::kHalf ? "F16"
+                              : t.scalar_type() == torch::kLong  ? "I64" : t.scalar_type() == torch::kByte ? "U8"
+                              : t.scalar_type() == torch::kBool  ? "BOOL" : "other";
+      EXPECT_EQ(e["dtype"].get<std::string>(), dtype) << name;
+      if (t.numel() == 0 || dtype == "other") continue;
+      const double sum = t.to(torch::kDouble).sum().item<double>();
+      EXPECT_NEAR(e["sum"].get<double>(), sum, 1e-6 * (1 + std::abs(sum))) << name;
+      EXPECT_EQ(e["first"].get<double>(), t.reshape({-1})[0].to(torch::kDouble).item<double>()) << name;
+      ++checked;
+    }
+    EXPECT_GT(checked, 10u) << stem;
+  }
 }

@@ -167,3 +167,50 @@ TEST(TensorBoard, ACoco8RunWritesEventsAnIndependentReaderDecodes) {
   ASSERT_FALSE(r);
   EXPECT_NE(std::string(r.message()).find("crc mismatch"), std::string::npos) << r.message();
 }
+
+// TensorBoard's own reader (the `tensorboard` package's EventAccumulator, what `tensorboard --logdir` runs; installed
+// by tools/readers.sh, test-only) finds every documented tag of a run (README "TensorBoard and Prometheus"):
+// Ultralytics' epoch tags at step epoch + 1 with results.csv's values, the per-step losses and lrs, and every profiler
+// window's stage times and shares, img/s and data-wait.
+TEST(TensorBoard, TheTensorboardPackageReadsEveryDocumentedTag) {
+  if (!io::tensorboard_available()) GTEST_SKIP() << "built without protobuf: tensorboard=true is a clear error here";
+  std::string why;
+  const std::string py = test::readers_python("tensorboard.backend.event_processing.event_accumulator", why);
+  if (py.empty()) GTEST_SKIP() << why;
+  const std::string project = test::scratch_dir("tensorboard_package");
+  auto args = test::coco8_train_args(project, "run", 2, 2);
+  for (const char* a : {"tensorboard=true", "instrument=basic", "log_every=1", "instrument_warmup=0"}) args.emplace_back(a);
+  const auto summary = engine::Trainer(config::TrainConfig::load("", args)).train();
+  ASSERT_EQ(summary.epochs_done, 2);
+  std::string events;
+  for (const auto& e : fs::directory_iterator(summary.run_dir))
+    if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) events = e.path().string();
+  ASSERT_FALSE(events.empty());
+  const std::string json = project + "/tb.json", log = project + "/tb.log";
+  const std::string script = std::string(YOLO11_TEST_SOURCE_DIR) + "/tests/io/read_with_tensorboard.py";
+  ASSERT_EQ(test::run(py, {script, events, json}, log), 0) << test::read_text(log);
+  std::map<std::string, std::map<int64_t, double>> s;
+  const auto read = nlohmann::json::parse(test::read_text(json));
+  for (const auto& [tag, points] : read["tags"].items())
+    for (const auto& p : points) s[tag][p[0].get<int64_t>()] = p[1].get<double>();
+
+  const auto csv = engine::ResultsCsv::read(summary.run_dir + "/results.csv");
+  const auto& cols = engine::ResultsCsv::columns();
+  ASSERT_EQ(csv.rows().size(), 2u);
+  for (size_t c = 2; c < cols.size(); ++c) {  // every results.csv column but epoch and time, at steps 1 and 2
+    ASSERT_EQ(s[cols[c]].size(), 2u) << cols[c];
+    for (int64_t e = 0; e < 2; ++e)
+      EXPECT_TRUE(near(s[cols[c]].at(e + 1), csv.rows()[static_cast<size_t>(e)][c], 1e-5)) << cols[c] << " epoch " << e + 1;
+  }
+  std::vector<std::string> per_step = {"step/box_loss", "step/cls_loss", "step/dfl_loss", "step/lr_pg0", "step/lr_pg1",
+                                       "step/lr_pg2", "profiler/step_s", "profiler/img_per_s", "profiler/data_wait"};
+  for (const char* st : {"dataloader", "h2d", "forward", "loss", "backward", "optimizer", "ema"}) {
+    per_step.push_back(std::string("profiler/") + st + "_s");
+    per_step.push_back(std::string("profiler/") + st + "_share");
+  }
+  for (const auto& t : per_step) {  // coco8 at batch 2: 2 steps an epoch, global steps 0..3
+    ASSERT_EQ(s[t].size(), 4u) << t;
+    for (int64_t step = 0; step < 4; ++step) EXPECT_EQ(s[t].count(step), 1u) << t << " step " << step;
+  }
+  for (int64_t step = 0; step < 4; ++step) EXPECT_GT(s["profiler/step_s"].at(step), 0) << step;
+}

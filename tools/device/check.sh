@@ -232,15 +232,17 @@ ph_configure() {
   else
     local prefix; prefix=$(torch_info prefix)
     [ -n "$prefix" ] || prefix=$(py -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
+    # the same CMake path as tools/setup.sh here: YOLO11_LIBTORCH=<site-packages/torch> of the device's own wheel
+    # (torch.utils.cmake_prefix_path is <root>/share/cmake)
     cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CUDA_ARCHITECTURES=90 \
+      -DYOLO11_LIBTORCH="$(dirname "$(dirname "$prefix")")" -DCMAKE_CUDA_ARCHITECTURES=90 \
       -DOpenCV_DIR="$DEV/lib/$MA/cmake/opencv4" -Dyaml-cpp_DIR="$DEV/lib/$MA/cmake/yaml-cpp" \
       -Dspdlog_DIR="$DEV/lib/$MA/cmake/spdlog" -Dfmt_DIR="$DEV/lib/$MA/cmake/fmt" \
       -DGTest_DIR="$DEV/lib/$MA/cmake/GTest" -Dbenchmark_DIR="$DEV/lib/$MA/cmake/benchmark" \
       -DCLI11_DIR="$DEV/share/cmake/CLI11" -Dnlohmann_json_DIR="$DEV/share/cmake/nlohmann_json" \
       -DYOLO11_SHARED_DIR="$ROOT/../shared"
   fi
-  notes_from "$LOGS/configure.log" '^-- +(C\+\+ standard|LibTorch|CUDA|NVTX3|distributed|OpenCV) +:' 10
+  notes_from "$LOGS/configure.log" '^-- +(C\+\+ standard|LibTorch|CUDA|cuDNN|NVTX3|distributed|OpenCV) +:' 11
 }
 ph_build() {
   cmake --build "$B" -j"$JOBS" --target yolo11-train yolo11-val yolo11-bench-model yolo11-bench-amp
