@@ -29,7 +29,9 @@
 #      compiled with the pin links — proves an unpinned build reads the wheel's fmt and that the pin is what makes it
 #      compile and link. Every fmtpip unit must also not read a header of the wheel's fmt/ (its -MD dependency list).
 #
-#   tools/check_libtorch2.sh [BUILD_DIR]          (default: build; needs a configured BUILD_DIR)
+#   tools/check_libtorch2.sh [BUILD_DIR]          (default: build; needs a BUILD_DIR configured against Debian's
+#                                                  1.13, whose /usr/include/torch dirs each variant replaces: e.g.
+#                                                  .ci/run's build-lt2; the default build uses the 2.15 wheel)
 # Environment: YOLO11_LIBTORCH2_CACHE  where .debs and unpacked headers are kept (default
 #              ${XDG_CACHE_HOME:-~/.cache}/yolo11-cpp/libtorch2; reused across clones; safe to delete)
 #              YOLO11_LIBTORCH2_VARIANTS  (default "cpu214 cuda26 fmtpip")   JOBS (default nproc)
@@ -51,6 +53,9 @@ JOBS=${JOBS:-$(nproc)}
 MIRROR=${YOLO11_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 [ -f "$BUILD_DIR/compile_commands.json" ] || { echo "[lt2] $BUILD_DIR/compile_commands.json missing: configure first (tools/setup.sh)" >&2; exit 2; }
+grep -q '^Torch_DIR:[A-Z]*=/usr/lib/' "$BUILD_DIR/CMakeCache.txt" || { echo "[lt2] $BUILD_DIR is not configured against" \
+  "Debian's LibTorch 1.13 (its Torch_DIR: $(sed -n 's/^Torch_DIR:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt")); configure one:" \
+  "cmake -S . -B build-lt2 -G Ninja -DYOLO11_LIBTORCH= -DTorch_DIR=/usr/lib/x86_64-linux-gnu/cmake/Torch" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "[lt2] python3 is needed (apt-get install python3)" >&2; exit 2; }
 t0=$(date +%s)
 
