@@ -17,7 +17,7 @@ STEPS=${3:-5}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 version() {  # BUILD → the LibTorch version it was configured against (TorchConfigVersion.cmake of its Torch_DIR)
-  local dir; dir=$(sed -n 's/^Torch_DIR:PATH=//p' "$1/CMakeCache.txt")
+  local dir; dir=$(sed -n 's/^Torch_DIR:[A-Z]*=//p' "$1/CMakeCache.txt")
   sed -n 's/^set(PACKAGE_VERSION "\([^"]*\)").*/\1/p' "$dir/TorchConfigVersion.cmake" | head -1
 }
 train() {  # BUILD NAME AMP
@@ -42,6 +42,9 @@ data_rate() {  # BUILD → the loader's summary line
   awk -F'|' '/^\| 1 \| [0-9]+ \|/ {gsub(/ /, "", $8); if ($8 + 0 > best) best = $8 + 0} END {print best " img per CPU-s"}' \
     "$OUT/data.log"
 }
+for b in "$A" "$B"; do  # the benchmarks are not in the default build (EXCLUDE_FROM_ALL)
+  cmake --build "$b" --target yolo11-train yolo11-bench-val yolo11-bench-data >/dev/null
+done
 declare -A R
 for b in "$A" "$B"; do
   for amp in false true; do R[$b,$amp]=$(train "$b" "$(basename "$b")-amp$amp" "$amp"); done
