@@ -4,7 +4,10 @@
 # From $YOLO11_DATASETS_MIRROR/NAME when that is set (copied, never modified), else the official
 # Ultralytics archive NAME.zip. Nothing is done when datasets/NAME already holds images.
 set -euo pipefail
-NAME=${1:?usage: tools/get_dataset.sh NAME [DEST_ROOT]   (NAME: coco8, coco128, shapes3, ...)}
+if [ $# -lt 1 ] || [ -z "$1" ] || [ "$1" = -h ] || [ "$1" = --help ]; then
+  echo "usage: tools/get_dataset.sh NAME [DEST_ROOT]   (NAME: coco8, coco128, shapes3, ...)" >&2; exit 2
+fi
+NAME=$1
 ROOT=${2:-"$(cd "$(dirname "$0")/.." && pwd)/datasets"}
 DEST="$ROOT/$NAME"
 if [ -d "$DEST/images" ]; then echo "[get_dataset] $DEST already present"; exit 0; fi
