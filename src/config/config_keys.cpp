@@ -380,6 +380,27 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(int_key("max_det", &C::max_det, 1, 1e6));
     t.push_back(bool_key("half", &C::half));
     t.push_back(bool_key("plots", &C::plots));
+    t.push_back(bool_key("agnostic_nms", &C::agnostic_nms));
+    t.push_back(bool_key("augment", &C::augment));
+    t.push_back({"classes",
+                 [](C& c, const Raw& v, const std::string& where) {
+                   c.classes.clear();
+                   if (v.is_null) return;
+                   const std::string expect = "expected null, a class id >= 0 or a list of class ids, e.g. [0, 2]";
+                   const std::vector<std::string> items = v.is_list ? v.list : std::vector<std::string>{v.text};
+                   for (const auto& s : items) {
+                     auto i = parse_int(trim(s));
+                     if (!i || *i < 0) bad_value("classes", where, v, "has a bad element '" + s + "'; " + expect);
+                     c.classes.push_back(*i);
+                   }
+                 },
+                 [](const C& c) {
+                   if (c.classes.empty()) return YAML::Node(YAML::NodeType::Null);
+                   YAML::Node n(YAML::NodeType::Sequence);
+                   for (auto i : c.classes) n.push_back(i);
+                   n.SetStyle(YAML::EmitterStyle::Flow);
+                   return n;
+                 }});
     t.push_back(str_key("source", &C::source));
     t.push_back(int_key("vid_stride", &C::vid_stride, 1, 1e6));
     t.push_back(bool_key("save_txt", &C::save_txt));

@@ -131,6 +131,8 @@ Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& inf
         warnings_.push_back(r.label_file + ":" + std::to_string(row.line) + ": degenerate box dropped (" + buf + ")");
         continue;
       }
+      if (!opt.classes.empty() && std::find(opt.classes.begin(), opt.classes.end(), row.cls) == opt.classes.end())
+        continue;  // filtered out by `classes` (not counted as dropped)
       lab.xywhn.push_back(row.xywhn);
       lab.cls.push_back(opt.single_cls ? 0 : row.cls);
     }

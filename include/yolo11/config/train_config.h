@@ -65,6 +65,9 @@ struct TrainConfig {
   int64_t max_det = 300;
   bool half = false;
   bool plots = true;
+  bool agnostic_nms = false;         ///< one NMS over all classes (val and predict)
+  bool augment = false;              ///< test-time augmentation in yolo11 val: scales 1, 0.83 (flipped), 0.67, merged
+  std::vector<int64_t> classes;      ///< keep only these class ids in the dataset's labels (empty = all), as Ultralytics
   // --- predict (yolo11 predict; engine::PredictOptions::from_overrides reads them through this table) ---
   std::string source;                ///< image, folder, glob, video, webcam index or .txt list
   int64_t vid_stride = 1;            ///< video / webcam: every vid_stride-th frame

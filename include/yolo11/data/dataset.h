@@ -20,7 +20,8 @@ namespace yolo11::data {
 struct DatasetOptions {
   int64_t imgsz = 640;
   std::string cache = "false";   ///< "false" | "ram" | "disk" (also "true" = ram)
-  bool single_cls = false;       ///< every class becomes 0
+  bool single_cls = false;       ///< every class becomes 0 (after the `classes` filter)
+  std::vector<int64_t> classes;  ///< keep only labels of these class ids (empty = all), as Ultralytics' `classes`
   double fraction = 1.0;         ///< use the first ⌈fraction·N⌉ images
   int64_t max_det = 300;         ///< images holding more instances are reported at scan time
   int64_t stride = 32;           ///< rect batch shapes are multiples of it
