@@ -1,7 +1,9 @@
 #include "yolo11/engine/inference.h"
 
 #include <nlohmann/json.hpp>
+#include <torch/nn/functional.h>
 
+#include <cmath>
 #include <stdexcept>
 
 #include "yolo11/compat.h"
@@ -36,10 +38,27 @@ LoadedDetector load_detector(const std::string& weights, const std::string& mode
     }
     if (det < 0) throw std::runtime_error(weights + ": no Detect class branch (model.<i>.cv3.0.2.weight) found");
   }
+  for (int64_t c = 0; c < d.nc; ++c) d.names.push_back(std::to_string(c));
   if (auto it = file.metadata.find("names"); it != file.metadata.end()) {
-    d.names = nlohmann::json::parse(it->second).get<std::vector<std::string>>();
-  } else {
-    for (int64_t c = 0; c < d.nc; ++c) d.names.push_back(std::to_string(c));
+    // A JSON list (our checkpoints) or an object {"0": "person", ...} (tools/export_ultralytics_weights.py, as the
+    // reference's model.names dict); ids outside [0, nc) or an unreadable value are an error naming the file.
+    try {
+      const auto j = nlohmann::json::parse(it->second);
+      if (j.is_array()) {
+        d.names = j.get<std::vector<std::string>>();
+      } else if (j.is_object()) {
+        for (const auto& [k, v] : j.items()) {
+          const int64_t id = std::stoll(k);
+          if (id < 0 || id >= d.nc) throw std::runtime_error("class id " + k + " outside [0, " + std::to_string(d.nc) + ")");
+          d.names[static_cast<size_t>(id)] = v.get<std::string>();
+        }
+      } else {
+        throw std::runtime_error("neither a list nor an object");
+      }
+    } catch (const std::exception& e) {
+      throw std::runtime_error(weights + ": metadata 'names' is not a JSON list of names or an {id: name} object (" +
+                               e.what() + ")");
+    }
   }
   model::ModelOptions mo;
   mo.yaml = model::resolve_model_yaml(model_yaml);
@@ -61,6 +80,48 @@ at::Tensor to_input(const at::Tensor& images, const torch::Device& device, bool 
       .to(torch::kFloat)
       .div_(255.0)
       .contiguous(channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous);
+}
+
+at::Tensor predict_augment(model::YOLO& model, const at::Tensor& x, const std::vector<at::Tensor>* feats) {
+  namespace F = torch::nn::functional;
+  const int64_t H = x.size(2), W = x.size(3);
+  const int64_t gs = model->strides().back();
+  const int64_t nl = static_cast<int64_t>(model->strides().size());
+  int64_t g = 0;  // anchors per largest-stride cell summed over levels: 1 + 4 + 16 for strides 32, 16, 8
+  for (int64_t l = 0; l < nl; ++l) g += int64_t{1} << (2 * l);
+  const double scales[3] = {1.0, 0.83, 0.67};
+  const bool flip_lr[3] = {false, true, false};
+  std::vector<at::Tensor> ys;
+  for (int k = 0; k < 3; ++k) {
+    at::Tensor xi = flip_lr[k] ? x.flip({3}) : x;
+    const double s = scales[k];
+    if (s != 1.0) {
+      const int64_t h = static_cast<int64_t>(H * s), w = static_cast<int64_t>(W * s);
+      xi = F::interpolate(xi, F::InterpolateFuncOptions()
+                                  .size(std::vector<int64_t>{h, w})
+                                  .mode(torch::kBilinear)
+                                  .align_corners(false));
+      const int64_t hp = static_cast<int64_t>(std::ceil(H * s / gs)) * gs;
+      const int64_t wp = static_cast<int64_t>(std::ceil(W * s / gs)) * gs;
+      xi = F::pad(xi, F::PadFuncOptions({0, wp - w, 0, hp - h}).value(0.447));
+      xi = xi.contiguous(x.suggest_memory_format());
+    }
+    at::Tensor yi = (k == 0 && feats != nullptr) ? model->decode(*feats) : model->decode(model->forward_feats(xi));
+    yi = yi.clone();
+    auto box = yi.slice(1, 0, 4);
+    box.div_(s);
+    if (flip_lr[k]) {
+      auto cx = yi.slice(1, 0, 1);
+      cx.copy_(static_cast<double>(W) - cx);
+    }
+    ys.push_back(yi);
+  }
+  // Clip the tails: the full scale loses its coarsest level (large objects), the smallest its finest level.
+  const int64_t big = ys.front().size(2) / g;                             // anchors of the coarsest level
+  ys.front() = ys.front().slice(2, 0, ys.front().size(2) - big);
+  const int64_t fine = (ys.back().size(2) / g) * (int64_t{1} << (2 * (nl - 1)));  // anchors of the finest level
+  ys.back() = ys.back().slice(2, fine);
+  return torch::cat(ys, 2);
 }
 
 }  // namespace yolo11::engine

@@ -11,7 +11,9 @@ struct LoadedDetector {
   model::YOLO model{nullptr};
   std::string scale;                ///< n | s | m | l | x
   int64_t nc = 0;
-  std::vector<std::string> names;   ///< from the file's metadata ("names", JSON list) when present, else "0".."nc-1"
+  /// metadata "names" when present: a JSON list, or an {"id": name} object as tools/export_ultralytics_weights.py
+  /// writes it; else "0".."nc-1"
+  std::vector<std::string> names;
   std::string report;               ///< the weight-transfer report line
 };
 
@@ -27,5 +29,13 @@ LoadedDetector load_detector(const std::string& weights, const std::string& mode
 /// contiguous. Used by training, validation and prediction alike. Float32 input (already converted by the loader
 /// workers, data::LoaderOptions::float_images) is only moved and laid out.
 at::Tensor to_input(const at::Tensor& images, const torch::Device& device, bool channels_last = true);
+
+/// Test-time augmentation of a detector as the reference's DetectionModel._predict_augment: passes at scales
+/// 1, 0.83 (left-right flipped) and 0.67 (bilinear resize to ⌊s·H⌋ × ⌊s·W⌋, padded with 0.447 bottom-right to
+/// multiples of the largest stride), each decoded and mapped back to `x`'s pixels; the full-scale pass drops its
+/// stride-32 anchors and the 0.67 pass its stride-8 anchors; the three are concatenated along the anchors.
+/// x: (B, 3, H, W) float in [0, 1], H and W multiples of the largest stride. `feats` (optional): forward_feats(x)
+/// already computed (reused for the scale-1 pass). Returns (B, 4 + nc, A') as YOLOImpl::decode.
+at::Tensor predict_augment(model::YOLO& model, const at::Tensor& x, const std::vector<at::Tensor>* feats = nullptr);
 
 }  // namespace yolo11::engine
