@@ -4,7 +4,7 @@
 
 namespace yolo11::engine {
 
-data::AugmentOptions augment_options(const config::TrainConfig& cfg, bool train) {
+data::AugmentOptions augment_options(const config::TrainConfig& cfg, bool train, bool val_rect) {
   data::AugmentOptions a;
   a.imgsz = cfg.imgsz;
   a.hsv_h = cfg.hsv_h;
@@ -22,20 +22,21 @@ data::AugmentOptions augment_options(const config::TrainConfig& cfg, bool train)
   a.cutmix = cfg.cutmix;
   a.bgr = cfg.bgr;
   a.augment = train;
-  a.rect = train ? cfg.rect : true;
+  a.rect = train ? cfg.rect : val_rect;
   return a;
 }
 
 namespace {
-data::DatasetOptions dataset_options(const config::TrainConfig& cfg, bool train, int64_t batch) {
+data::DatasetOptions dataset_options(const config::TrainConfig& cfg, bool train, int64_t batch, bool val_rect) {
   data::DatasetOptions o;
   o.imgsz = cfg.imgsz;
   o.cache = cfg.cache;
   o.single_cls = cfg.single_cls;
+  o.classes = cfg.classes;
   o.fraction = train ? cfg.fraction : 1.0;
   o.max_det = cfg.max_det;
   o.batch = batch;
-  o.rect = !train || cfg.rect;
+  o.rect = train ? cfg.rect : val_rect;
   o.require_instances = train;
   return o;
 }
@@ -48,7 +49,7 @@ std::shared_ptr<data::Loader> make_train_loader(const data::DatasetInfo& info, c
                              "WORLD_SIZE=" + std::to_string(world) + " (each rank trains on batch / WORLD_SIZE); pass "
                              "batch=" + std::to_string(std::max<int64_t>(1, cfg.batch / world) * world));
   const int64_t batch = world > 1 ? cfg.batch / world : cfg.batch;
-  auto ds = std::make_shared<data::Dataset>(info.train, info, dataset_options(cfg, true, batch));
+  auto ds = std::make_shared<data::Dataset>(info.train, info, dataset_options(cfg, true, batch, false));
   spdlog::info("train: {}", ds->summary());
   data::LoaderOptions lo;
   lo.batch = batch;
@@ -61,19 +62,21 @@ std::shared_ptr<data::Loader> make_train_loader(const data::DatasetInfo& info, c
   lo.pin_memory = pin_memory;
   lo.pin_device = pin_memory ? static_cast<int>(device.index()) : 0;
   lo.float_images = !pin_memory;  // training on the CPU: uint8 → float + channels_last in the workers (issue 15)
-  return std::make_shared<data::Loader>(ds, augment_options(cfg, true), lo);
+  return std::make_shared<data::Loader>(ds, augment_options(cfg, true, false), lo);
 }
 
 std::shared_ptr<data::Loader> make_val_loader(const data::DatasetInfo& info, const std::vector<std::string>& sources,
-                                              const config::TrainConfig& cfg, int64_t batch, const std::string& label) {
-  auto ds = std::make_shared<data::Dataset>(sources, info, dataset_options(cfg, false, batch));
+                                              const config::TrainConfig& cfg, int64_t batch, const std::string& label,
+                                              ValShapes shapes) {
+  const bool rect = shapes == ValShapes::in_training || cfg.rect;
+  auto ds = std::make_shared<data::Dataset>(sources, info, dataset_options(cfg, false, batch, rect));
   spdlog::info("{}: {}", label, ds->summary());
   data::LoaderOptions lo;
   lo.batch = batch;
   lo.workers = static_cast<int>(cfg.workers);
   lo.shuffle = false;
   lo.seed = static_cast<uint64_t>(cfg.seed);
-  return std::make_shared<data::Loader>(ds, augment_options(cfg, false), lo);
+  return std::make_shared<data::Loader>(ds, augment_options(cfg, false, rect), lo);
 }
 
 }  // namespace yolo11::engine

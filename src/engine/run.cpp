@@ -292,9 +292,16 @@ std::unique_ptr<Run> build_run(config::TrainConfig& cfg, const Callbacks& callba
   } else if (cfg.sync_bn) {
     spdlog::info("sync_bn=true has no effect in a single process (WORLD_SIZE=1)");
   }
-  if (r.main_rank)
-    r.validator.emplace(r.val_loader, r.names, ValidatorOptions{cfg.conf.value_or(0.001), cfg.iou, cfg.max_det,
-                                                               cfg.plots, r.run_dir, cfg.verbose});
+  if (r.main_rank) {
+    ValidatorOptions vo;
+    vo.conf = cfg.conf.value_or(0.001);
+    vo.iou = cfg.iou;
+    vo.max_det = cfg.max_det;
+    vo.plots = cfg.plots;
+    vo.save_dir = r.run_dir;
+    vo.verbose = cfg.verbose;
+    r.validator.emplace(r.val_loader, r.names, vo);
+  }
   r.patience_left = cfg.patience;
   r.epoch = r.start_epoch;
   r.global_step = r.start_epoch * r.nb;

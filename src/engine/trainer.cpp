@@ -315,7 +315,10 @@ void Trainer::validate_and_save() {
     val_net->fuse();
     model::to_channels_last(*val_net);
     val_net->to(r.device);
-    vr = r.validator->run(val_net, &*r.criterion, r.device);
+    // Plots (batch mosaics, confusion matrices, curves) at the last validation only, as the reference: the final
+    // epoch or one that early stopping may end.
+    const bool possible_stop = cfg_.patience > 0 && r.patience_left <= 1;
+    vr = r.validator->run(val_net, &*r.criterion, r.device, cfg_.plots && (final_epoch || possible_stop));
     r.ep.t_val = seconds_since(tv);
     r.fire(Event::on_val_end, [&](TrainContext& c) { c.val = &vr; });
   }

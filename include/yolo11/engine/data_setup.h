@@ -13,8 +13,9 @@
 namespace yolo11::engine {
 
 /// Augmentation settings (hsv_*, degrees, translate, scale, shear, perspective, flips, mosaic, mixup, cutmix, bgr)
-/// from the config; `train` = false gives the validation chain (load_image + letterbox, rect batches).
-data::AugmentOptions augment_options(const config::TrainConfig& cfg, bool train);
+/// from the config; `train` = false gives the validation chain (load_image + letterbox; rect batches when
+/// `val_rect`).
+data::AugmentOptions augment_options(const config::TrainConfig& cfg, bool train, bool val_rect = true);
 
 /// Training loader over info.train: verified dataset (instances required, `fraction`, `cache`, `single_cls`),
 /// shuffled with `seed`, `workers` threads, batch `batch`. Logs the dataset summary. Throws what Dataset throws.
@@ -24,9 +25,17 @@ data::AugmentOptions augment_options(const config::TrainConfig& cfg, bool train)
 std::shared_ptr<data::Loader> make_train_loader(const data::DatasetInfo& info, const config::TrainConfig& cfg,
                                                 const c10::Device& device, int rank = 0, int world = 1);
 
-/// Validation loader over `sources` (info.val for the trainer, the chosen split for yolo11-val): rect batches of
-/// `batch` images, no shuffling, no augmentation. Logs the dataset summary under `label`.
+/// How a validation loader shapes its batches; the reference configures its two validators differently.
+enum class ValShapes {
+  in_training,  ///< the trainer's validation: rect batches (pad 0.5), as the reference trainer's val loader
+  standalone,   ///< `yolo11 val`: rect batches (pad 0.5) when cfg.rect, else an imgsz × imgsz letterbox; the val
+                ///< command sets rect=true unless told otherwise, as the reference's `yolo val` (Model.val)
+};
+
+/// Validation loader over `sources` (info.val for the trainer, the chosen split for yolo11-val): batches of `batch`
+/// images shaped as `shapes` says, no shuffling, no augmentation. Logs the dataset summary under `label`.
 std::shared_ptr<data::Loader> make_val_loader(const data::DatasetInfo& info, const std::vector<std::string>& sources,
-                                              const config::TrainConfig& cfg, int64_t batch, const std::string& label);
+                                              const config::TrainConfig& cfg, int64_t batch, const std::string& label,
+                                              ValShapes shapes = ValShapes::in_training);
 
 }  // namespace yolo11::engine
