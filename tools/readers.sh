@@ -5,6 +5,7 @@
 # default path, and skip, saying why, where it or a package is missing. Never needed to build or to train.
 #   tensorboard   TensorBoard's own event reader (EventAccumulator) on events.out.tfevents.*
 #   safetensors   the safetensors package (numpy backend) on weights/*.safetensors
+#   pycocotools   the COCO API's evaluator on `yolo11 val save_json=true`'s predictions.json
 #   HTA           Holistic Trace Analysis (PyTorch profiler trace analysis) on trace.json and ops_trace.json
 #                 (Perfetto's trace processor is not used: its Python package downloads the processor binary at first
 #                 use from outside the package registries)
@@ -15,7 +16,7 @@
 set -euo pipefail
 CACHE=${YOLO11_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/yolo11-cpp}
 VENV=$CACHE/readers-venv
-PINS=(tensorboard==2.21.0 safetensors==0.8.0 numpy==2.4.6 HolisticTraceAnalysis==0.5.0)
+PINS=(tensorboard==2.21.0 safetensors==0.8.0 numpy==2.4.6 HolisticTraceAnalysis==0.5.0 pycocotools==2.0.11)
 log() { echo "[readers] $*" >&2; }
 if ! command -v promtool >/dev/null; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -26,13 +27,13 @@ if ! command -v promtool >/dev/null; then
   else log "not root and no sudo: the Prometheus test will skip (apt-get install prometheus)"
   fi
 fi
-if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import tensorboard, safetensors.numpy, hta.trace_analysis' 2>/dev/null; then
+if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import tensorboard, safetensors.numpy, hta.trace_analysis, pycocotools.cocoeval' 2>/dev/null; then
   echo "$VENV/bin/python"; exit 0
 fi
 t0=$(date +%s)
 rm -rf "$VENV"
 python3 -m venv "$VENV" >&2 || { log "python3 -m venv failed (apt-get install python3-venv)"; exit 2; }
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${PINS[@]}" >&2
-log "installed $("$VENV/bin/python" -m pip list --format=freeze 2>/dev/null | grep -E -i '^(tensorboard|safetensors|numpy|holistictraceanalysis)==' |
+log "installed $("$VENV/bin/python" -m pip list --format=freeze 2>/dev/null | grep -E -i '^(tensorboard|safetensors|numpy|holistictraceanalysis|pycocotools)==' |
     tr '\n' ' ')in $VENV ($(du -sm "$VENV" | cut -f1) MB, $(( $(date +%s) - t0 )) s)"
 echo "$VENV/bin/python"
