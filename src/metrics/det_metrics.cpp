@@ -10,7 +10,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "yolo11/data/text.h"
 #include "yolo11/loss/iou.h"
+#include "yolo11/metrics/curves.h"
 
 namespace yolo11::metrics {
 namespace {
@@ -24,26 +26,6 @@ std::vector<double> linspace01(int n) {
   for (int i = 0; i < n; ++i) x[i] = i * step;
   x[n - 1] = 1.0;
   return x;
-}
-
-/// numpy.convolve(y padded by nf//2 edge values, ones(nf)/nf, "valid") with nf = round(len·f·2)//2 + 1.
-std::vector<double> smooth(const std::vector<double>& y, double f) {
-  const int64_t n = static_cast<int64_t>(y.size());
-  const int64_t nf = static_cast<int64_t>(std::nearbyint(n * f * 2)) / 2 + 1;
-  const int64_t half = nf / 2;
-  std::vector<double> yp;
-  yp.reserve(n + 2 * half);
-  yp.insert(yp.end(), half, y.front());
-  yp.insert(yp.end(), y.begin(), y.end());
-  yp.insert(yp.end(), half, y.back());
-  const double w = 1.0 / static_cast<double>(nf);
-  std::vector<double> out(yp.size() - nf + 1);
-  for (size_t k = 0; k < out.size(); ++k) {
-    double s = 0;
-    for (int64_t i = 0; i < nf; ++i) s += yp[k + i] * w;
-    out[k] = s;
-  }
-  return out;
 }
 
 int64_t check_class(double c, int64_t nc, const char* what) {
@@ -339,5 +321,23 @@ void DetMetrics::save_confusion_matrix_png(const std::string& path, bool normali
 }
 
 void DetMetrics::save_confusion_matrix_csv(const std::string& path) const { cm_.save_csv(path, names_); }
+
+void DetMetrics::save_curves(const std::string& save_dir) const {
+  const auto apc = ap_stats();
+  std::vector<std::string> labels;
+  std::vector<double> ap50;
+  std::vector<char> with_pred;
+  for (size_t i = 0; i < apc.classes.size(); ++i) {
+    const int64_t c = apc.classes[i];
+    labels.push_back(data::display_name(names_[static_cast<size_t>(c)], c));
+    ap50.push_back(apc.ap[i][0]);
+    with_pred.push_back(apc.num_pred[i] > 0);
+  }
+  const auto px = linspace01(kCurvePoints);
+  save_pr_curve(save_dir + "/PR_curve.png", px, apc.pr_curve, ap50, labels, with_pred);
+  save_mc_curve(save_dir + "/F1_curve.png", px, apc.f1_curve, labels, "F1");
+  save_mc_curve(save_dir + "/P_curve.png", px, apc.p_curve, labels, "Precision");
+  save_mc_curve(save_dir + "/R_curve.png", px, apc.r_curve, labels, "Recall");
+}
 
 }  // namespace yolo11::metrics

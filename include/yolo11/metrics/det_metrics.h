@@ -92,6 +92,10 @@ class DetMetrics {
   void save_confusion_matrix_png(const std::string& path, bool normalize = false) const;
   /// Writes the full confusion matrix (counts, every class) as CSV at `path` (ConfusionMatrix::save_csv).
   void save_confusion_matrix_csv(const std::string& path) const;
+  /// Writes PR_curve.png, F1_curve.png, P_curve.png and R_curve.png into the existing directory `save_dir`, as the
+  /// reference validator does with plots=true (metrics/curves.h; recomputes ap_stats()). Throws std::runtime_error
+  /// when a file cannot be written.
+  void save_curves(const std::string& save_dir) const;
   const ConfusionMatrix& confusion_matrix() const { return cm_; }
   const std::vector<std::string>& names() const { return names_; }
   int64_t seen() const { return seen_; }
