@@ -138,6 +138,7 @@ ValResult Validator::run(model::YOLO& model, const loss::DetectionLoss* criterio
     dm.save_confusion_matrix_png(opt_.save_dir + "/confusion_matrix.png");
     dm.save_confusion_matrix_png(opt_.save_dir + "/confusion_matrix_normalized.png", true);
     dm.save_confusion_matrix_csv(opt_.save_dir + "/confusion_matrix.csv");
+    dm.save_curves(opt_.save_dir);
   }
   if (save_json) {
     const std::string path = opt_.save_dir + "/predictions.json";

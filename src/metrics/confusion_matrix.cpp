@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <opencv2/imgcodecs.hpp>
@@ -11,6 +12,7 @@
 
 #include "yolo11/data/text.h"
 #include "yolo11/loss/iou.h"
+#include "yolo11/plot/chart.h"
 
 namespace yolo11::metrics {
 
@@ -132,78 +134,92 @@ void ConfusionMatrix::save_png(const std::string& path, const std::vector<std::s
   std::vector<int64_t> rows = shown;  // plotted class indices, then background
   rows.push_back(nc_);
   const int k = static_cast<int>(rows.size());
+  // As the reference, values below 0.005 are blank (no colour, no number) and the colour scale runs from 0 to the
+  // largest value shown.
   std::vector<std::vector<double>> vals(static_cast<size_t>(k), std::vector<double>(static_cast<size_t>(k)));
-  for (int r = 0; r < k; ++r)
-    for (int c = 0; c < k; ++c) vals[r][c] = full[rows[r]][rows[c]];
-  const int cell = std::clamp(720 / k, 8, 60);
-  const int margin_l = 150, margin_t = capped ? 100 : 80, margin_b = 150, margin_r = 20;
-  const int w = std::max(margin_l + k * cell + margin_r, 520), h = margin_t + k * cell + margin_b;
-  cv::Mat img(h, w, CV_8UC3, cv::Scalar(255, 255, 255));
   double vmax = 0;
-  for (const auto& row : vals)
-    for (double v : row) vmax = std::max(vmax, v);
+  for (int r = 0; r < k; ++r)
+    for (int c = 0; c < k; ++c) {
+      const double v = full[rows[r]][rows[c]];
+      vals[r][c] = v < 0.005 ? std::nan("") : v;
+      if (v >= 0.005) vmax = std::max(vmax, v);
+    }
   if (vmax <= 0) vmax = 1;
-  const bool annotate = k <= 30;
+  const bool annotate = k < 30;  // the reference: numbers in the cells below 30 rows
   auto label = [&](int i) {
     const int64_t c = rows[i];
     return c < nc_ ? data::display_name(c < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(c)] : "", c)
                    : std::string("background");
   };
+  const cv::Scalar black(0, 0, 0), white(255, 255, 255);
+  const int cell = std::clamp(720 / k, 8, 100);
+  const double lfs = std::clamp(cell / 40.0, 0.3, 0.5), afs = 0.6, tfs = 0.8;  // tick labels, axis titles, title
+  int lw = 0;  // widest class label (capped: longer ones are clipped at the picture's edge)
+  for (int i = 0; i < k; ++i) lw = std::max(lw, data::text_size(label(i), lfs, 1).width);
+  lw = std::min(lw, 260);
+  const int ah = data::text_size("Ag", afs, 1).height, tick = 4;
+  const auto cb_ticks = plot::nice_ticks(0, vmax, 6);
+  const double cb_step = cb_ticks.size() > 1 ? cb_ticks[1] - cb_ticks[0] : vmax;
+  int cbw = 0;  // widest colour bar label
+  for (double v : cb_ticks) cbw = std::max(cbw, data::text_size(plot::tick_label(v, cb_step), lfs, 1).width);
+  const int margin_l = 10 + ah + 16 + lw + 6 + tick, margin_t = capped ? 100 : 70;
+  const int margin_b = tick + 6 + lw + 16 + ah + 12, cb_gap = 28, cb_w = 20;
+  const int margin_r = cb_gap + cb_w + tick + 6 + cbw + 16;
+  const int side = k * cell, w = std::max(margin_l + side + margin_r, 520), h = margin_t + side + margin_b;
+  cv::Mat img(h, w, CV_8UC3, white);
   for (int r = 0; r < k; ++r)
     for (int c = 0; c < k; ++c) {
       const double v = vals[r][c];
-      const double t = normalize ? v : v / vmax;  // 0..1, "Blues"-like ramp from white to dark blue
-      const cv::Scalar col(255 - 90 * t, 255 - 200 * t, 255 - 245 * t);
+      if (std::isnan(v)) continue;
       const cv::Point p0(margin_l + c * cell, margin_t + r * cell);
-      cv::rectangle(img, p0, p0 + cv::Point(cell, cell), col, cv::FILLED);
-      if (annotate && v > 0.0) {
-        char buf[32];
-        if (normalize)
-          std::snprintf(buf, sizeof buf, "%.2f", v);
-        else
-          std::snprintf(buf, sizeof buf, "%.0f", v);
-        const double fs = std::min(0.45, cell / 80.0);
-        int base = 0;
-        const auto sz = cv::getTextSize(buf, cv::FONT_HERSHEY_SIMPLEX, fs, 1, &base);
-        cv::putText(img, buf, p0 + cv::Point((cell - sz.width) / 2, (cell + sz.height) / 2), cv::FONT_HERSHEY_SIMPLEX,
-                    fs, t > 0.5 ? cv::Scalar(255, 255, 255) : cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
-      }
+      cv::rectangle(img, p0, p0 + cv::Point(cell, cell), plot::blues(v / vmax), cv::FILLED);
+      if (!annotate) continue;
+      char buf[32];
+      std::snprintf(buf, sizeof buf, normalize ? "%.2f" : "%.0f", v);
+      const double fs = std::min(0.6, cell / 80.0);
+      const auto sz = cv::getTextSize(buf, cv::FONT_HERSHEY_SIMPLEX, fs, 1, nullptr);
+      const bool dark = v > 0.45 * (normalize ? 1.0 : vmax);  // the reference's text colour threshold
+      cv::putText(img, buf, p0 + cv::Point((cell - sz.width) / 2, (cell + sz.height) / 2), cv::FONT_HERSHEY_SIMPLEX,
+                  fs, dark ? white : black, 1, cv::LINE_AA);
     }
-  cv::rectangle(img, cv::Point(margin_l, margin_t), cv::Point(margin_l + k * cell, margin_t + k * cell),
-                cv::Scalar(0, 0, 0), 1);
-  const double lfs = std::min(0.45, cell / 40.0);
-  for (int i = 0; i < k && (annotate || capped); ++i) {
+  cv::rectangle(img, cv::Point(margin_l, margin_t), cv::Point(margin_l + side, margin_t + side),
+                cv::Scalar(200, 200, 200), 1);
+  // Tick labels: class names left of the rows ("Predicted") and, rotated, under the columns ("True").
+  for (int i = 0; i < k; ++i) {
     const auto name = label(i);
-    int base = 0;
-    const auto sz = data::text_size(name, lfs, 1, &base);
-    data::put_text(img, name, cv::Point(margin_l - sz.width - 6, margin_t + i * cell + (cell + sz.height) / 2), lfs,
-                   cv::Scalar(0, 0, 0), 1);
-    // Column labels written vertically: render horizontally and rotate.
-    cv::Mat txt(sz.height + base + 4, sz.width + 4, CV_8UC3, cv::Scalar(255, 255, 255));
-    data::put_text(txt, name, cv::Point(2, sz.height + 2), lfs, cv::Scalar(0, 0, 0), 1);
-    cv::Mat rot;
-    cv::rotate(txt, rot, cv::ROTATE_90_COUNTERCLOCKWISE);
-    const int x0 = margin_l + i * cell + (cell - rot.cols) / 2, y0 = margin_t + k * cell + 6;
-    if (x0 >= 0 && x0 + rot.cols <= w && y0 + rot.rows <= h) rot.copyTo(img(cv::Rect(x0, y0, rot.cols, rot.rows)));
+    const int mid_y = margin_t + i * cell + cell / 2, mid_x = margin_l + i * cell + cell / 2;
+    const auto sz = data::text_size(name, lfs, 1);
+    cv::line(img, {margin_l - tick, mid_y}, {margin_l, mid_y}, black, 1);
+    cv::line(img, {mid_x, margin_t + side}, {mid_x, margin_t + side + tick}, black, 1);
+    data::put_text(img, name, cv::Point(margin_l - tick - 6 - sz.width, mid_y + sz.height / 2), lfs, black, 1);
+    plot::put_text_vertical(img, name, {mid_x - (sz.height + 4) / 2, margin_t + side + tick + 4}, lfs, black);
+  }
+  // Colour bar: 0 at the bottom, vmax at the top, with nice ticks.
+  const int cb_x = margin_l + side + cb_gap;
+  for (int y = 0; y < side; ++y) {
+    const double t = side > 1 ? 1.0 - static_cast<double>(y) / (side - 1) : 1.0;
+    cv::line(img, {cb_x, margin_t + y}, {cb_x + cb_w - 1, margin_t + y}, plot::blues(t), 1);
+  }
+  for (double v : cb_ticks) {
+    const int y = margin_t + static_cast<int>(std::lround((1.0 - v / vmax) * (side - 1)));
+    const auto s = plot::tick_label(v, cb_step);
+    const auto sz = data::text_size(s, lfs, 1);
+    cv::line(img, {cb_x + cb_w, y}, {cb_x + cb_w + tick, y}, black, 1);
+    data::put_text(img, s, {cb_x + cb_w + tick + 4, y + sz.height / 2}, lfs, black, 1);
   }
   const std::string title = normalize ? "Confusion Matrix Normalized" : "Confusion Matrix";
-  cv::putText(img, title, cv::Point(std::max(10, (w - 430) / 2), 35), cv::FONT_HERSHEY_SIMPLEX, 0.8,
-              cv::Scalar(0, 0, 0), 2, cv::LINE_AA);
+  const auto tsz = data::text_size(title, tfs, 1);
+  data::put_text(img, title, {std::max(5, margin_l + (side - tsz.width) / 2), 38}, tfs, black, 1);
   if (capped) {
     const std::string sub = "top " + std::to_string(shown.size()) + " of " + std::to_string(nc_) +
                             " classes by support (full matrix: confusion_matrix.csv)";
-    int base = 0;
-    const auto sz = cv::getTextSize(sub, cv::FONT_HERSHEY_SIMPLEX, 0.5, 1, &base);
-    cv::putText(img, sub, cv::Point(std::max(5, (w - sz.width) / 2), 62), cv::FONT_HERSHEY_SIMPLEX, 0.5,
-                cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
+    const auto sz = data::text_size(sub, 0.5, 1);
+    data::put_text(img, sub, {std::max(5, (w - sz.width) / 2), 66}, 0.5, black, 1);
   }
-  cv::putText(img, "True", cv::Point(margin_l + k * cell / 2 - 20, h - 12), cv::FONT_HERSHEY_SIMPLEX, 0.6,
-              cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
-  cv::putText(img, "Predicted", cv::Point(5, margin_t - 8), cv::FONT_HERSHEY_SIMPLEX, 0.6, cv::Scalar(0, 0, 0), 1,
-              cv::LINE_AA);
-  if (!cv::imwrite(path, img))
-    throw std::runtime_error("ConfusionMatrix::save_png: cannot write " + path +
-                             " (does the directory exist and is it writable?)");
+  const auto xsz = data::text_size("True", afs, 1), ysz = data::text_size("Predicted", afs, 1);
+  data::put_text(img, "True", {margin_l + (side - xsz.width) / 2, h - 12}, afs, black, 1);
+  plot::put_text_vertical(img, "Predicted", {8, margin_t + (side - ysz.width) / 2}, afs, black);
+  plot::save_image(path, img);
 }
 
 }  // namespace yolo11::metrics

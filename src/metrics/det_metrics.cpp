@@ -10,7 +10,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "yolo11/data/text.h"
 #include "yolo11/loss/iou.h"
+#include "yolo11/metrics/curves.h"
 
 namespace yolo11::metrics {
 namespace {
@@ -26,32 +28,25 @@ std::vector<double> linspace01(int n) {
   return x;
 }
 
-/// numpy.convolve(y padded by nf//2 edge values, ones(nf)/nf, "valid") with nf = round(len·f·2)//2 + 1.
-std::vector<double> smooth(const std::vector<double>& y, double f) {
-  const int64_t n = static_cast<int64_t>(y.size());
-  const int64_t nf = static_cast<int64_t>(std::nearbyint(n * f * 2)) / 2 + 1;
-  const int64_t half = nf / 2;
-  std::vector<double> yp;
-  yp.reserve(n + 2 * half);
-  yp.insert(yp.end(), half, y.front());
-  yp.insert(yp.end(), y.begin(), y.end());
-  yp.insert(yp.end(), half, y.back());
-  const double w = 1.0 / static_cast<double>(nf);
-  std::vector<double> out(yp.size() - nf + 1);
-  for (size_t k = 0; k < out.size(); ++k) {
-    double s = 0;
-    for (int64_t i = 0; i < nf; ++i) s += yp[k + i] * w;
-    out[k] = s;
-  }
-  return out;
-}
-
 int64_t check_class(double c, int64_t nc, const char* what) {
   const auto ci = static_cast<int64_t>(c);
   if (ci < 0 || ci >= nc || static_cast<double>(ci) != c)
     throw std::runtime_error(std::string("DetMetrics: ") + what + " class id " + std::to_string(c) +
                              " is outside [0, " + std::to_string(nc) + "); check the dataset names / nc");
   return ci;
+}
+
+/// compute_ap's recall with sentinels (mrec) and precision envelope (mpre) of one cumulative curve.
+void pr_envelope(const std::vector<double>& recall, const std::vector<double>& precision, std::vector<double>& mrec,
+                 std::vector<double>& mpre) {
+  mrec.assign(1, 0.0), mpre.assign(1, 1.0);
+  mrec.insert(mrec.end(), recall.begin(), recall.end());
+  mpre.insert(mpre.end(), precision.begin(), precision.end());
+  mrec.push_back(recall.back());
+  mpre.push_back(0.0);
+  mrec.push_back(1.0);
+  mpre.push_back(0.0);
+  for (size_t i = mpre.size() - 1; i-- > 0;) mpre[i] = std::max(mpre[i], mpre[i + 1]);  // precision envelope
 }
 
 }  // namespace
@@ -119,14 +114,8 @@ double interp(double x, const std::vector<double>& xp, const std::vector<double>
 
 double compute_ap(const std::vector<double>& recall, const std::vector<double>& precision) {
   if (recall.empty()) return 0.0;
-  std::vector<double> mrec{0.0}, mpre{1.0};
-  mrec.insert(mrec.end(), recall.begin(), recall.end());
-  mpre.insert(mpre.end(), precision.begin(), precision.end());
-  mrec.push_back(recall.back());
-  mpre.push_back(0.0);
-  mrec.push_back(1.0);
-  mpre.push_back(0.0);
-  for (size_t i = mpre.size() - 1; i-- > 0;) mpre[i] = std::max(mpre[i], mpre[i + 1]);  // precision envelope
+  std::vector<double> mrec, mpre;
+  pr_envelope(recall, precision, mrec, mpre);
   const auto x = linspace01(101);
   double ap = 0, prev = interp(x[0], mrec, mpre, mpre.front(), mpre.back());
   for (size_t i = 1; i < x.size(); ++i) {
@@ -164,10 +153,11 @@ ApPerClass ap_per_class(const at::Tensor& tp_in, const at::Tensor& conf_in, cons
     out.classes.push_back(c);
     out.num_gt.push_back(n_l);
     std::array<double, kNumIou> ap{};
-    std::vector<double> pc(kCurvePoints, 0.0), rc(kCurvePoints, 0.0);
+    std::vector<double> pc(kCurvePoints, 0.0), rc(kCurvePoints, 0.0), prc(kCurvePoints, 0.0);
     std::vector<int64_t> idx;
     for (int64_t k : order)
       if (static_cast<int64_t>(pcls[k]) == c) idx.push_back(k);
+    out.num_pred.push_back(static_cast<int64_t>(idx.size()));
     if (!idx.empty()) {
       const size_t np = idx.size();
       std::vector<double> negconf(np);
@@ -187,6 +177,9 @@ ApPerClass ap_per_class(const at::Tensor& tp_in, const at::Tensor& conf_in, cons
             rc[i] = interp(negx[i], negconf, rec, 0.0, rec.back());
             pc[i] = interp(negx[i], negconf, prec, 1.0, prec.back());
           }
+          std::vector<double> mrec, mpre;  // precision at recall x (np.interp's default ends)
+          pr_envelope(rec, prec, mrec, mpre);
+          for (int i = 0; i < kCurvePoints; ++i) prc[i] = interp(x[i], mrec, mpre, mpre.front(), mpre.back());
         }
         ap[j] = compute_ap(rec, prec);
       }
@@ -194,6 +187,7 @@ ApPerClass ap_per_class(const at::Tensor& tp_in, const at::Tensor& conf_in, cons
     out.ap.push_back(ap);
     out.p_curve.push_back(std::move(pc));
     out.r_curve.push_back(std::move(rc));
+    out.pr_curve.push_back(std::move(prc));
   }
   const size_t nc = out.classes.size();
   std::vector<double> f1_mean(kCurvePoints, 0.0);
@@ -268,17 +262,18 @@ void DetMetrics::update(const at::Tensor& pred_in, const at::Tensor& gt_cls_in, 
   cm_.process_batch(pred, gt_cls, gt_boxes);
 }
 
+ApPerClass DetMetrics::ap_stats() const {
+  auto cat = [](const std::vector<at::Tensor>& v, at::Tensor empty) { return v.empty() ? empty : torch::cat(v); };
+  return ap_per_class(cat(tp_, torch::zeros({0, kNumIou}, torch::kBool)), cat(conf_, torch::zeros({0})),
+                      cat(pred_cls_, torch::zeros({0})), cat(target_cls_, torch::zeros({0}, torch::kDouble)));
+}
+
 DetMetrics::Results DetMetrics::compute() const {
   Results res;
   const int64_t nc = static_cast<int64_t>(names_.size());
   res.images = seen_;
-  auto cat = [](const std::vector<at::Tensor>& v, at::Tensor empty) { return v.empty() ? empty : torch::cat(v); };
-  auto tp = cat(tp_, torch::zeros({0, kNumIou}, torch::kBool));
-  auto conf = cat(conf_, torch::zeros({0}));
-  auto pcls = cat(pred_cls_, torch::zeros({0}));
-  auto tcls = cat(target_cls_, torch::zeros({0}, torch::kDouble));
-  res.instances = tcls.numel();
-  const auto apc = ap_per_class(tp, conf, pcls, tcls);
+  const auto apc = ap_stats();
+  for (int64_t n : apc.num_gt) res.instances += n;
   res.max_f1_index = apc.max_f1_index;
   const size_t ne = apc.classes.size();
   double sp = 0, sr = 0, s50 = 0, s75 = 0, sall = 0;
@@ -326,5 +321,23 @@ void DetMetrics::save_confusion_matrix_png(const std::string& path, bool normali
 }
 
 void DetMetrics::save_confusion_matrix_csv(const std::string& path) const { cm_.save_csv(path, names_); }
+
+void DetMetrics::save_curves(const std::string& save_dir) const {
+  const auto apc = ap_stats();
+  std::vector<std::string> labels;
+  std::vector<double> ap50;
+  std::vector<char> with_pred;
+  for (size_t i = 0; i < apc.classes.size(); ++i) {
+    const int64_t c = apc.classes[i];
+    labels.push_back(data::display_name(names_[static_cast<size_t>(c)], c));
+    ap50.push_back(apc.ap[i][0]);
+    with_pred.push_back(apc.num_pred[i] > 0);
+  }
+  const auto px = linspace01(kCurvePoints);
+  save_pr_curve(save_dir + "/PR_curve.png", px, apc.pr_curve, ap50, labels, with_pred);
+  save_mc_curve(save_dir + "/F1_curve.png", px, apc.f1_curve, labels, "F1");
+  save_mc_curve(save_dir + "/P_curve.png", px, apc.p_curve, labels, "Precision");
+  save_mc_curve(save_dir + "/R_curve.png", px, apc.r_curve, labels, "Recall");
+}
 
 }  // namespace yolo11::metrics

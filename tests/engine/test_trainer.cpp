@@ -132,7 +132,8 @@ TEST(Trainer, OneEpochOnCoco8WritesEveryOutput) {
   EXPECT_GT(r.val_cls_loss, 0);
   for (const char* f : {"args.yaml", "train.log", "results.png", "breakdown.csv", "summary.json", "trace.json",
                         "labels.jpg", "train_batch0.jpg", "val_batch0_labels.jpg", "val_batch0_pred.jpg",
-                        "confusion_matrix.png", "weights/last.safetensors", "weights/best.safetensors"})
+                        "confusion_matrix.png", "PR_curve.png", "F1_curve.png", "P_curve.png", "R_curve.png",
+                        "weights/last.safetensors", "weights/best.safetensors"})
     EXPECT_TRUE(fs::exists(run / f)) << f;
   // Validation ran on the EMA weights and printed the per-class table into train.log.
   std::ifstream log(run / "train.log");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <opencv2/imgcodecs.hpp>
 
@@ -58,6 +59,14 @@ TEST(ConfusionMatrix, WritesPngCountsAndNormalized) {
     auto img = cv::imread(path);
     ASSERT_FALSE(img.empty()) << path;
     EXPECT_GT(img.cols, 200);
+    // The one non-empty cell has the darkest "Blues" colour; the colour bar adds a gradient of many blues.
+    cv::Mat dark;
+    cv::inRange(img, cv::Scalar(107, 48, 8), cv::Scalar(107, 48, 8), dark);
+    EXPECT_GT(cv::countNonZero(dark), 50 * 50) << path;
+    std::set<int> blues;
+    for (auto it = img.begin<cv::Vec3b>(); it != img.end<cv::Vec3b>(); ++it)
+      if ((*it)[0] > (*it)[2] + 5) blues.insert((*it)[0] << 16 | (*it)[1] << 8 | (*it)[2]);
+    EXPECT_GT(blues.size(), 100u) << path << ": no colour bar gradient";
   }
   EXPECT_THROW(cm.save_png("/nonexistent_dir_xyz/cm.png", {"a", "b", "c"}, false), std::exception);
 }

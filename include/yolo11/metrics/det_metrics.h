@@ -44,13 +44,18 @@ struct ClassResult {
 
 /// Output of ap_per_class, for classes in ascending id order.
 struct ApPerClass {
-  std::vector<int64_t> classes;  ///< evaluated class ids (unique GT classes)
-  std::vector<int64_t> num_gt;   ///< GT count per evaluated class
-  std::vector<double> p, r, f1;  ///< at the max-F1 index
+  std::vector<int64_t> classes;   ///< evaluated class ids (unique GT classes)
+  std::vector<int64_t> num_gt;    ///< GT count per evaluated class
+  std::vector<int64_t> num_pred;  ///< predictions per evaluated class (any confidence)
+  std::vector<double> p, r, f1;   ///< at the max-F1 index
   std::vector<std::array<double, kNumIou>> ap;
   std::vector<double> tp, fp;  ///< round(r·n_gt), round(tp/p − tp) at the max-F1 index
   int64_t max_f1_index = 0;    ///< index into the 1000 confidences linspace(0, 1, 1000)
-  std::vector<std::vector<double>> p_curve, r_curve, f1_curve;  ///< (classes, 1000)
+  std::vector<std::vector<double>> p_curve, r_curve, f1_curve;  ///< (classes, 1000) against confidence
+  /// (classes, 1000) precision at recall linspace(0, 1, 1000) at IoU 0.50: np.interp of the precision envelope of
+  /// compute_ap (the reference's prec_values, the PR curve). A class without predictions has a zero row (the
+  /// reference has no row for it).
+  std::vector<std::vector<double>> pr_curve;
 };
 
 /// tp (N, 10) bool, conf (N), pred_cls (N), target_cls (M) → per-class curves and APs (CPU, computed in double).
@@ -78,6 +83,8 @@ class DetMetrics {
     int64_t max_f1_index = 0;
   };
   Results compute() const;
+  /// ap_per_class() over everything accumulated so far (compute() is built on it).
+  ApPerClass ap_stats() const;
 
   /// Ultralytics-style table: header, "all" row, then one row per evaluated class (when nc > 1).
   std::string table(const Results& r) const;
@@ -85,6 +92,10 @@ class DetMetrics {
   void save_confusion_matrix_png(const std::string& path, bool normalize = false) const;
   /// Writes the full confusion matrix (counts, every class) as CSV at `path` (ConfusionMatrix::save_csv).
   void save_confusion_matrix_csv(const std::string& path) const;
+  /// Writes PR_curve.png, F1_curve.png, P_curve.png and R_curve.png into the existing directory `save_dir`, as the
+  /// reference validator does with plots=true (metrics/curves.h; recomputes ap_stats()). Throws std::runtime_error
+  /// when a file cannot be written.
+  void save_curves(const std::string& save_dir) const;
   const ConfusionMatrix& confusion_matrix() const { return cm_; }
   const std::vector<std::string>& names() const { return names_; }
   int64_t seen() const { return seen_; }
