@@ -1,9 +1,12 @@
 // Dataset YAML resolution (see dataset_info.h).
 #include "yolo11/data/dataset_info.h"
 
+#include "yolo11/build_info.h"
+
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -48,11 +51,37 @@ static std::vector<std::string> split_sources(const YAML::Node& n, const fs::pat
   return out;
 }
 
-DatasetInfo load_dataset_yaml(const std::string& yaml_path, const std::string& datasets_dir) {
-  if (yaml_path.empty())
+/// What to do about a missing dataset folder: tools/get_dataset.sh for the datasets it knows, else where to put it.
+static std::string fetch_hint(const std::string& name, const fs::path& where) {
+  if (name == "coco8" || name == "coco128" || name == "shapes3") return "run tools/get_dataset.sh " + name;
+  return "put the dataset's images/ and labels/ at " + where.string() + ", or set path: in the YAML to where they are "
+         "(absolute, or relative to datasets_dir=)";
+}
+
+std::string resolve_dataset_yaml(const std::string& path) {
+  if (fs::exists(path)) return path;
+  // Ultralytics' short names (data=coco8.yaml, data=coco128) name the dataset YAMLs it ships; ours are in
+  // configs/datasets/ of the source tree or the installed share/yolo11.
+  const fs::path root = build::resource_dir();
+  fs::path name = fs::path(path).filename();
+  if (!name.has_extension()) name += ".yaml";
+  std::vector<fs::path> tried;
+  for (const fs::path& c : {root / path, root / "configs" / "datasets" / name}) {
+    if (std::find(tried.begin(), tried.end(), c) != tried.end()) continue;
+    if (fs::exists(c) && !fs::is_directory(c)) return c.string();
+    tried.push_back(c);
+  }
+  std::string also;
+  for (size_t i = 0; i < tried.size(); ++i) also += (i ? " and " : "") + tried[i].string();
+  throw std::runtime_error("dataset YAML '" + path + "' not found (also looked at " + also + "); pass a dataset "
+                           "YAML path, e.g. data=configs/datasets/coco8.yaml (docs/data.md)");
+}
+
+DatasetInfo load_dataset_yaml(const std::string& yaml_arg, const std::string& datasets_dir) {
+  if (yaml_arg.empty())
     throw std::runtime_error("no dataset given: set data=path/to/dataset.yaml (e.g. data=configs/datasets/coco8.yaml) "
                              "on the command line or in the --cfg file");
-  if (!fs::exists(yaml_path)) throw std::runtime_error("dataset YAML not found: " + yaml_path);
+  const std::string yaml_path = resolve_dataset_yaml(yaml_arg);
   {
     std::string ext = fs::path(yaml_path).extension().string();
     for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -100,12 +129,12 @@ DatasetInfo load_dataset_yaml(const std::string& yaml_path, const std::string& d
         std::string tried;
         for (const auto& c : cands) tried += "\n  " + c.lexically_normal().string();
         throw std::runtime_error("dataset '" + p.string() + "' of " + info.yaml + " not found; looked in:" + tried +
-                                 "\nrun tools/get_dataset.sh " + p.filename().string());
+                                 "\n" + fetch_hint(p.filename().string(), cands.front().lexically_normal()));
       }
     }
     if (!fs::exists(root))
-      throw std::runtime_error("dataset path " + root.string() + " (from " + info.yaml +
-                               ") does not exist; run tools/get_dataset.sh " + root.filename().string());
+      throw std::runtime_error("dataset path " + root.string() + " (from " + info.yaml + ") does not exist; " +
+                               fetch_hint(root.filename().string(), root));
   }
   info.root = root.lexically_normal().string();
 

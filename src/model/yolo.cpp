@@ -100,8 +100,9 @@ std::string resolve_model_yaml(const std::string& path) {
   if (fs::exists(in_repo)) return in_repo.string();
   const fs::path in_models = root / "configs" / "models" / fs::path(path).filename();
   if (fs::exists(in_models)) return in_models.string();
-  throw std::runtime_error("model YAML '" + path + "' not found (also looked at " + in_repo.string() + " and " +
-                           in_models.string() + "); pass model=configs/models/yolo11.yaml");
+  const std::string also = in_repo == in_models ? in_repo.string() : in_repo.string() + " and " + in_models.string();
+  throw std::runtime_error("model YAML '" + path + "' not found (also looked at " + also +
+                           "); pass model=configs/models/yolo11.yaml");
 }
 
 void to_channels_last(torch::nn::Module& m) {

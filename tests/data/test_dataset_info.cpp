@@ -48,7 +48,27 @@ TEST(DatasetYaml, MissingDatasetNamesCandidatesAndFetchCommand) {
   const auto y = yaml(d, "path: coco999\ntrain: images/train\nval: images/val\nnames: [a]\n");
   const std::string e = error_of(y, (d / "dsdir").string());
   EXPECT_NE(e.find((d / "dsdir" / "coco999").string()), std::string::npos) << e;
-  EXPECT_NE(e.find("run tools/get_dataset.sh coco999"), std::string::npos) << e;
+  // coco999 is not one tools/get_dataset.sh knows: say where to put it instead of a command that cannot work
+  EXPECT_EQ(e.find("get_dataset.sh"), std::string::npos) << e;
+  EXPECT_NE(e.find("put the dataset's images/ and labels/ at " + (d / "dsdir" / "coco999").string()), std::string::npos)
+      << e;
+  const auto y8 = yaml(d, "path: coco8\ntrain: images/train\nval: images/val\nnames: [a]\n");
+  const std::string e8 = error_of(y8, (d / "dsdir").string());
+  if (e8.find("not found") != std::string::npos) {  // coco8 may exist through YOLO11_DATASETS_MIRROR
+    EXPECT_NE(e8.find("run tools/get_dataset.sh coco8"), std::string::npos) << e8;
+  }
+}
+
+TEST(DatasetYaml, ShortNamesFindTheShippedDatasetYamls) {
+  // data=coco8.yaml / data=coco128 as Ultralytics users type them
+  EXPECT_EQ(fs::path(resolve_dataset_yaml("coco8.yaml")).filename(), "coco8.yaml");
+  EXPECT_EQ(fs::path(resolve_dataset_yaml("coco128")).parent_path().filename(), "datasets");
+  try {
+    resolve_dataset_yaml("nosuch.yaml");
+    ADD_FAILURE() << "nosuch.yaml resolved";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("configs/datasets/nosuch.yaml"), std::string::npos) << e.what();
+  }
 }
 
 TEST(DatasetYaml, NamesAsDictAndNcAgreeing) {

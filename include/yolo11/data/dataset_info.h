@@ -28,6 +28,11 @@ std::string default_datasets_dir();
 /// (Ultralytics' grayscale/multispectral datasets: this trainer builds 3-channel models; gray images are read as
 /// 3-channel). Keys it does not know (anything but path/train/val/test/names/nc/channels/download) are warned about.
 /// A `.zip` is unpacked first into `datasets_dir` (unpack_dataset_zip) and the YAML inside is read.
+/// The dataset YAML `path` names: the path itself when it exists, else <configs dir>/<path>, else
+/// configs/datasets/<file name>(.yaml) of the source tree or install (Ultralytics' short names: coco8.yaml, coco128).
+/// Throws std::runtime_error listing where it looked.
+std::string resolve_dataset_yaml(const std::string& path);
+
 DatasetInfo load_dataset_yaml(const std::string& yaml_path, const std::string& datasets_dir = "");
 
 }  // namespace yolo11::data
