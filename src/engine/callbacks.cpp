@@ -3,6 +3,8 @@
 // results.csv/png and checkpointing; then the TensorBoard and /metrics loggers (src/engine/loggers.cpp).
 #include "yolo11/engine/callbacks.h"
 
+#include <nlohmann/json.hpp>
+
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -92,7 +94,8 @@ struct ConsoleLogger {
                                     : std::string());
   }
   void train_end(TrainContext& c) {
-    spdlog::info("{} epochs completed in {:.3f} hours.", c.run->summary.epochs_done, c.run->summary.seconds / 3600.0);
+    spdlog::info("{} epoch{} completed in {:.3f} hours.", c.run->summary.epochs_done,
+                 c.run->summary.epochs_done == 1 ? "" : "s", c.run->summary.seconds / 3600.0);
   }
 };
 
@@ -130,6 +133,10 @@ void save_model(TrainContext& c) {
   if (r.cuda) ck.rng_cuda = compat::cuda_rng_state(r.device.index());
   ck.scaler = r.scaler.state();
   ck.extra["last_opt_step"] = std::to_string(r.sched->last_step());
+  ck.model_meta = {{"names", nlohmann::json(r.names).dump()},
+                   {"nc", std::to_string(r.mo.nc)},
+                   {"model_scale", r.mo.scale},
+                   {"sppf_act", r.mo.sppf_act ? "true" : "false"}};
   if (r.sched->last_step() < (c.epoch + 1) * r.nb - 1) ck.grads = accumulated_gradients(*r.net);  // mid-accumulation
   if (!save_checkpoint(c.run_dir + "/weights", ck, c.is_best, save_period_due(c.epoch, r.cfg.save_period)))
     spdlog::warn("epoch {}: weights hold NaN/Inf, checkpoint not written; {}/weights keeps the last good one",

@@ -16,6 +16,7 @@
 #include "yolo11/data/loader.h"
 #include "yolo11/engine/amp.h"
 #include "yolo11/engine/checkpoint.h"
+#include "yolo11/engine/inference.h"
 #include "yolo11/engine/optimizer.h"
 #include "yolo11/engine/results.h"
 #include "yolo11/engine/trainer.h"
@@ -135,6 +136,16 @@ TEST(Trainer, OneEpochOnCoco8WritesEveryOutput) {
                         "confusion_matrix.png", "PR_curve.png", "F1_curve.png", "P_curve.png", "R_curve.png",
                         "weights/last.safetensors", "weights/best.safetensors"})
     EXPECT_TRUE(fs::exists(run / f)) << f;
+  // The weights describe their model alone: predict/val need no data= to name the classes.
+  const auto meta = io::read_safetensors_metadata((run / "weights/best.safetensors").string());
+  ASSERT_TRUE(meta.count("names"));
+  EXPECT_EQ(meta.at("names").substr(0, 10), "[\"person\",");
+  EXPECT_EQ(meta.at("nc"), "80");
+  EXPECT_EQ(meta.at("model_scale"), "n");
+  EXPECT_EQ(meta.at("sppf_act"), "true");
+  const auto det = engine::load_detector((run / "weights/best.safetensors").string(),
+                                         std::string(YOLO11_TEST_SOURCE_DIR) + "/configs/models/yolo11.yaml");
+  EXPECT_EQ(det.names.at(0), "person");
   // Validation ran on the EMA weights and printed the per-class table into train.log.
   std::ifstream log(run / "train.log");
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());

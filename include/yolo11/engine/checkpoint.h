@@ -43,6 +43,9 @@ struct Checkpoint {
   at::Tensor rng_cpu;                 ///< capture_rng_state() (uint8); undefined = not saved
   at::Tensor rng_cuda;                ///< compat::cuda_rng_state() of the training device; undefined on CPU runs
   std::map<std::string, std::string> extra;  ///< free-form strings (data-loader RNG states, train time, ...)
+  /// Written into the weights files' metadata so that they describe their model alone (engine::load_detector reads
+  /// them): "names" (JSON list of class names), "nc", "model_scale", "sppf_act" ("true"/"false").
+  std::map<std::string, std::string> model_meta;
   std::string path;                   ///< file it was loaded from (set by the loader)
 };
 
