@@ -290,9 +290,11 @@ std::string Dataset::summary() const {
   std::ostringstream s;
   int64_t inst = 0;
   for (const auto& l : labels_) inst += static_cast<int64_t>(l.cls.size());
-  s << stats_.images << " images, " << (stats_.missing + stats_.empty) << " backgrounds, " << stats_.corrupt
-    << " corrupt, " << inst << " instances, " << stats_.duplicates << " duplicates removed, " << dropped_boxes_
-    << " degenerate boxes dropped";
+  auto n = [](int64_t k, const char* one, const char* many) { return std::to_string(k) + " " + (k == 1 ? one : many); };
+  s << n(stats_.images, "image", "images") << ", " << n(stats_.missing + stats_.empty, "background", "backgrounds")
+    << ", " << stats_.corrupt << " corrupt, " << n(inst, "instance", "instances") << ", "
+    << n(stats_.duplicates, "duplicate", "duplicates") << " removed, "
+    << n(dropped_boxes_, "degenerate box", "degenerate boxes") << " dropped";
   if (stats_.hidden) s << ", " << stats_.hidden << " hidden files skipped";
   if (stats_.shared_labels) s << ", " << stats_.shared_labels << " images sharing a label file";
   s << (stats_.from_cache ? " (label cache)" : "");

@@ -239,7 +239,7 @@ TEST(Scan, SummaryCountsEveryDefectAndWarningsNameFileAndLine) {
   EXPECT_EQ(ds.stats().missing, 1);
   EXPECT_EQ(ds.stats().empty, 1);
   EXPECT_EQ(ds.stats().duplicates, 1);
-  EXPECT_NE(ds.summary().find("8 images, 2 backgrounds, 3 corrupt, 4 instances, 1 duplicates removed, 2 degenerate"),
+  EXPECT_NE(ds.summary().find("8 images, 2 backgrounds, 3 corrupt, 4 instances, 1 duplicate removed, 2 degenerate boxes"),
             std::string::npos)
       << ds.summary();
   EXPECT_TRUE(any_contains(ds.warnings(), "badlabel.txt:2"));
