@@ -4,8 +4,12 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <spdlog/spdlog.h>
+
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -16,9 +20,29 @@
 namespace yolo11::data {
 namespace fs = std::filesystem;
 
+/// Removes what an earlier synth wrote into <dir>/{images,labels}/<split> (files named <split>_NNNNN.*), so that a
+/// smaller dataset written into the same folder is not mixed with the older images. Returns how many were removed.
+static int64_t remove_previous(const fs::path& dir, const std::string& split) {
+  static const std::regex ours(R"((train|val)_\d{5}\.[A-Za-z]+)");
+  int64_t removed = 0;
+  for (const char* sub : {"images", "labels"}) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir / sub / split, ec)) {
+      const std::string name = e.path().filename().string();
+      if (e.is_regular_file() && std::regex_match(name, ours) && name.rfind(split + "_", 0) == 0) {
+        fs::remove(e.path());
+        ++removed;
+      }
+    }
+  }
+  return removed;
+}
+
 static void write_split(const fs::path& dir, const std::string& split, int64_t n, const SynthOptions& o, Rng& rng) {
   fs::create_directories(dir / "images" / split);
   fs::create_directories(dir / "labels" / split);
+  if (const int64_t removed = remove_previous(dir, split); removed > 0)
+    spdlog::info("synth: removed {} files of an earlier synthetic {} split in {}", removed, split, dir.string());
   for (int64_t i = 0; i < n; ++i) {
     const int H = static_cast<int>(o.imgsz);
     const int W = o.vary_aspect ? static_cast<int>(o.imgsz * rng.uniform(0.75, 1.25)) : H;
@@ -79,6 +103,11 @@ static void write_split(const fs::path& dir, const std::string& split, int64_t n
 }
 
 std::string write_synthetic_dataset(const std::string& dir, const SynthOptions& o) {
+  std::string ext = o.ext;
+  for (auto& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (ext != ".png" && ext != ".jpg" && ext != ".jpeg" && ext != ".bmp")
+    throw std::runtime_error("synth: ext=" + o.ext + " is not an image format it writes; use ext=.png (lossless, "
+                             "the default) or ext=.jpg (also .jpeg, .bmp)");
   const fs::path d = fs::absolute(dir).lexically_normal();
   Rng rng(o.seed);
   write_split(d, "train", o.train, o, rng);

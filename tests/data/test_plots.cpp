@@ -14,6 +14,38 @@
 using namespace yolo11::data;
 namespace fs = std::filesystem;
 
+TEST(Synth, ASmallerDatasetIntoTheSameFolderReplacesTheOlderOneAndABadExtIsAClearError) {
+  const fs::path d = yolo11::test::scratch_dir("synth_again");
+  SynthOptions so;
+  so.imgsz = 64;
+  so.train = 5;
+  so.val = 3;
+  write_synthetic_dataset((d / "ds").string(), so);
+  fs::create_directories(d / "ds" / "images" / "train" / "keep");
+  yolo11::io::write_file_atomic((d / "ds" / "images" / "train" / "mine.png").string(), "x");  // not synth's: kept
+  so.train = 2;
+  so.val = 1;
+  write_synthetic_dataset((d / "ds").string(), so);
+  auto count = [&](const char* sub) {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(d / "ds" / sub))
+      n += e.is_regular_file() && e.path().filename().string() != "mine.png";
+    return n;
+  };
+  EXPECT_EQ(count("images/train"), 2);
+  EXPECT_EQ(count("labels/train"), 2);
+  EXPECT_EQ(count("images/val"), 1);
+  EXPECT_TRUE(fs::exists(d / "ds" / "images" / "train" / "mine.png"));
+  so.ext = ".gif";
+  try {
+    write_synthetic_dataset((d / "gif").string(), so);
+    ADD_FAILURE() << ".gif accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("ext=.gif is not an image format it writes"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(d / "gif"));  // checked before anything is written
+}
+
 TEST(Synth, WritesExactLabelsThatTheDatasetAccepts) {
   const fs::path d = yolo11::test::scratch_dir("synth");
   setenv("YOLO11_CACHE_DIR", (d / "usercache").c_str(), 1);
