@@ -15,6 +15,7 @@ const char* to_string(Bottleneck b) {
     case Bottleneck::data: return "data-bound";
     case Bottleneck::compute: return "compute-bound";
     case Bottleneck::optimizer_sync: return "optimizer/sync-bound";
+    case Bottleneck::none: return "no diagnosis";
     case Bottleneck::balanced: break;
   }
   return "balanced";
@@ -111,6 +112,12 @@ std::string optimizer_advice(const Diagnosis& d, const WindowSummary& w, const A
 
 Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const DiagnosisThresholds& t) {
   Diagnosis d;
+  if (w.steps <= 0) {  // e.g. a run whose steps all fell in the warm-up: zeros would read as "balanced"
+    d.bottleneck = Bottleneck::none;
+    d.reason = "no step was measured outside the instrument warm-up (instrument_warmup)";
+    d.advice = "run more steps (or lower instrument_warmup) for a verdict; yolo11 analyze RUN shows the warm-up steps";
+    return d;
+  }
   d.gpu_util = w.gpu_util;
   d.data_share = w.share("dataloader");
   if (const StageSummary* dl = w.find("dataloader")) d.data_tail = dl->p95 / std::max(dl->p50, kTailFloorS);

@@ -159,5 +159,13 @@ TEST(Diagnosis, ThresholdsAreConfigurable) {
   EXPECT_EQ(diagnose(w, ctx(8, 16, "False", true), t).bottleneck, Bottleneck::data);
 }
 
+TEST(Diagnosis, NothingMeasuredOutsideTheWarmUpIsNoDiagnosisRatherThanBalanced) {
+  WindowSummary w;  // a run whose every step fell in the warm-up: no steps in the run window
+  const Diagnosis d = diagnose(w, ctx(8, 16, "False", true));
+  EXPECT_EQ(d.bottleneck, Bottleneck::none);
+  EXPECT_EQ(d.to_string().rfind("no diagnosis: no step was measured outside the instrument warm-up", 0), 0u)
+      << d.to_string();
+}
+
 }  // namespace
 }  // namespace yolo11::instrument

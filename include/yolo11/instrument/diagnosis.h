@@ -8,8 +8,10 @@ namespace yolo11::instrument {
 
 struct WindowSummary;
 
-enum class Bottleneck { balanced, data, compute, optimizer_sync };
-const char* to_string(Bottleneck b);  ///< "balanced" | "data-bound" | "compute-bound" | "optimizer/sync-bound"
+/// none: nothing measured to judge (every step of the run fell in the instrument warm-up).
+enum class Bottleneck { balanced, data, compute, optimizer_sync, none };
+/// "balanced" | "data-bound" | "compute-bound" | "optimizer/sync-bound" | "no diagnosis"
+const char* to_string(Bottleneck b);
 
 /// Relative thresholds; shares are fractions of the mean step wall time.
 struct DiagnosisThresholds {
