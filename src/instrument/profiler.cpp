@@ -555,7 +555,13 @@ void Profiler::finish() {
   m.close_window(now_ns());
   m.close_epoch_range(now_ns());
   m.finished = true;
-  if (m.ops) m.ops->finish();
+  if (m.ops) {
+    m.ops->finish();
+    if (!m.ops->report() && m.o.profile_ops)  // the window never opened: say so rather than leave no ops.* silently
+      spdlog::warn("profile_ops={}:{}: no step of this run fell in the window, so no ops.txt / ops.csv were written "
+                   "(global steps count from 0 over all epochs; see the step numbers in the window lines)",
+                   m.o.profile_ops->first, m.o.profile_ops->second);
+  }
   if (m.o.nvtx_ops) nvtx::ops_stop();
   const bool traced = trace::recording() || trace::event_count() > 0;
   trace::set_recording(false);

@@ -185,6 +185,12 @@ void Profiler::Impl::write_summary(bool traced) {
     meta.device = o.device + (sampler->gpu_name().empty() ? "" : " " + sampler->gpu_name());
     trace::write(trace_path, nlohmann::json({{"yolo11", {{"trace_steps", range(o.trace_steps)}}}}).dump(), meta);
     j["trace"] = trace_path;
+    spdlog::info("instrument: wrote {} ({}; open it in ui.perfetto.dev or chrome://tracing)", trace_path,
+                 o.trace_steps ? fmt::format("steps {}-{}", o.trace_steps->first, o.trace_steps->second - 1)
+                               : std::string("every step"));
+  } else if (o.level == Level::full && o.trace_steps) {
+    spdlog::warn("trace_steps={}:{}: no step of this run fell in the window, so no trace.json was written (global "
+                 "steps count from 0 over all epochs)", o.trace_steps->first, o.trace_steps->second);
   }
   io::write_file_atomic(o.run_dir + "/summary.json", j.dump(2));
   // A resumed run (or one verified earlier): the verdict on its advice (advice_verified.json) follows the diagnosis.
