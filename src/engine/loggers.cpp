@@ -112,7 +112,13 @@ struct TensorBoardLogger {
     w->add_scalar("profiler/data_wait", win.share("dataloader"), s, now);
     if (win.gpu_util >= 0) w->add_scalar("profiler/gpu_util", win.gpu_util, s, now);
     if (win.gpu_mem_mb >= 0) w->add_scalar("profiler/gpu_mem_mb", win.gpu_mem_mb, s, now);
-    if (auto m = watch.mfu(r, input_size, win.images_per_s)) w->add_scalar("profiler/mfu", *m, s, now);
+    // The window's own MFU (the console's figure: measured CPU peak or the GPU's data-sheet peak), else from the
+    // GPU's name and the model's FLOPs at this window's input size.
+    if (win.mfu >= 0) {
+      w->add_scalar("profiler/mfu", win.mfu, s, now);
+    } else if (auto m = watch.mfu(r, input_size, win.images_per_s)) {
+      w->add_scalar("profiler/mfu", *m, s, now);
+    }
   }
   void epoch_end(TrainContext&) {
     if (!w) return;
@@ -216,7 +222,11 @@ struct MetricsLogger {
     if (w->gpu_util >= 0) reg->set("yolo11_gpu_utilization_percent", rank, w->gpu_util);
     if (w->gpu_mem_mb >= 0) reg->set("yolo11_gpu_memory_used_bytes", rank, w->gpu_mem_mb * 1024 * 1024);
     if (w->peak_alloc_mb >= 0) reg->set("yolo11_gpu_memory_peak_allocated_bytes", rank, w->peak_alloc_mb * 1024 * 1024);
-    if (auto m = watch.mfu(r, c.input_size, w->images_per_s)) reg->set("yolo11_mfu_ratio", rank, *m);
+    if (w->mfu >= 0) {
+      reg->set("yolo11_mfu_ratio", rank, w->mfu);
+    } else if (auto m = watch.mfu(r, c.input_size, w->images_per_s)) {
+      reg->set("yolo11_mfu_ratio", rank, *m);
+    }
     if (r.ep.seen_steps > 0 && r.ep.loss_sum.defined()) {  // one host read per window, as the console logger does
       const at::Tensor mean = (r.ep.loss_sum / static_cast<double>(r.ep.seen_steps)).to(at::kCPU, at::kDouble).contiguous();
       set_losses("yolo11_train_loss", mean.data_ptr<double>());
