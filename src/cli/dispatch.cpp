@@ -99,7 +99,7 @@ std::vector<std::string> translate_args(const std::string& mode, const std::vect
     if (mode == "train" || a.rfind("-", 0) == 0) {  // train reads key=value itself; --options pass through
       out.push_back(a);
     } else if ((mode == "val" || mode == "predict") &&
-               (k == "weights" || (k == "model" && ends_with(v, ".safetensors")))) {
+               (k == "weights" || (k == "model" && (ends_with(v, ".safetensors") || ends_with(v, ".pt"))))) {
       out.insert(out.end(), {"--weights", v});
     } else if ((mode == "val" && k == "data") || (mode == "predict" && k == "source")) {
       out.insert(out.end(), {"--" + k, v});
@@ -142,11 +142,34 @@ int dispatch(int argc, char** argv) {
   if (m == nullptr) {
     std::vector<std::string> names;
     for (const auto& x : modes()) names.push_back(x.name);
-    std::fprintf(stderr, "yolo11: unknown mode '%s'; the modes are %s (yolo11 help lists their keys)\n",
-                 args.front().c_str(), join(names, ", ").c_str());
+    const std::string guess = config::closest_name(args.front(), names);
+    std::fprintf(stderr, "yolo11: unknown mode '%s'%s; the modes are %s (yolo11 help lists their keys)\n",
+                 args.front().c_str(), guess.empty() ? "" : (". Did you mean '" + guess + "'?").c_str(),
+                 join(names, ", ").c_str());
     return 2;
   }
   std::vector<std::string> rest;
+  auto has_key = [&](const std::string& k) {
+    return std::any_of(args.begin() + 1, args.end(), [&](const std::string& a) { return a.rfind(k + "=", 0) == 0; });
+  };
+  using Required = std::vector<std::pair<std::string, std::string>>;  // key, example
+  const std::string weights_eg = "weights=runs/train/train/weights/best.safetensors";
+  const Required required = m->name == "val"       ? Required{{"weights", weights_eg}, {"data", "data=coco8.yaml"}}
+                            : m->name == "predict" ? Required{{"weights", weights_eg}, {"source", "source=images/"}}
+                                                   : Required{};
+  const bool dashed =  // the --weights / --data spelling of the per-mode executables: CLI11 checks those
+      std::any_of(args.begin() + 1, args.end(), [](const std::string& a) { return a.rfind("--", 0) == 0; });
+  for (const auto& [k, example] : required) {
+    const bool weights_via_model =
+        k == "weights" && std::any_of(args.begin() + 1, args.end(), [](const std::string& a) {
+          return a.rfind("model=", 0) == 0 && (ends_with(a, ".safetensors") || ends_with(a, ".pt"));
+        });
+    if (!dashed && !has_key(k) && !weights_via_model) {
+      std::fprintf(stderr, "yolo11 %s: %s= is required, e.g. %s (yolo11 help %s lists the keys)\n", m->name.c_str(),
+                   k.c_str(), example.c_str(), m->name.c_str());
+      return 2;
+    }
+  }
   try {
     rest = translate_args(m->name, std::vector<std::string>(args.begin() + 1, args.end()));
   } catch (const std::invalid_argument& e) {

@@ -468,14 +468,11 @@ const KeyDef* find_key(const std::string& name) {
 }
 
 [[noreturn]] void unknown_key(const std::string& key, const std::string& where) {
-  std::string best;
-  size_t best_d = std::numeric_limits<size_t>::max();
-  for (const auto& k : key_table()) {
-    const size_t d = edit_distance(lower(key), k.name);
-    if (d < best_d) best_d = d, best = k.name;
-  }
+  std::vector<std::string> names;
+  for (const auto& k : key_table()) names.push_back(k.name);
+  const std::string best = closest_name(key, names);
   std::string msg = "config: unknown key '" + key + "' (" + where + ").";
-  if (best_d <= std::max<size_t>(2, key.size() / 3)) msg += " Did you mean '" + best + "'?";
+  if (!best.empty()) msg += " Did you mean '" + best + "'?";
   msg += " Valid keys are listed in configs/default.yaml.";
   throw std::runtime_error(msg);
 }
@@ -487,3 +484,15 @@ void apply(TrainConfig& c, const std::string& key, const Raw& v, const std::stri
 }
 
 }  // namespace yolo11::config::detail
+
+namespace yolo11::config {
+std::string closest_name(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = std::numeric_limits<size_t>::max();
+  for (const auto& c : candidates) {
+    const size_t d = detail::edit_distance(detail::lower(word), c);
+    if (d < best_d) best_d = d, best = c;
+  }
+  return best_d <= std::max<size_t>(2, word.size() / 3) ? best : std::string();
+}
+}  // namespace yolo11::config

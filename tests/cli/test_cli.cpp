@@ -148,3 +148,17 @@ TEST(Cli, ValWithSingleClsValidatesAOneClassModel) {
   const std::string out = read_text(log);
   EXPECT_NE(out.find("item"), std::string::npos) << out;  // the one class row, as Ultralytics names it
 }
+
+TEST(Cli, MistypedModeAndMissingKeysAnswerInTheKeyValueSpelling) {
+  const std::string dir = yolo11::test::scratch_dir("cli_errors");
+  const std::string log = dir + "/out.log";
+  EXPECT_EQ(yolo11::test::run(front_end(), {"trian", "epochs=1"}, log), 2);
+  EXPECT_NE(read_text(log).find("unknown mode 'trian'. Did you mean 'train'?"), std::string::npos) << read_text(log);
+  fs::remove(log);
+  EXPECT_EQ(yolo11::test::run(front_end(), {"val", "data=coco8.yaml"}, log), 2);
+  EXPECT_NE(read_text(log).find("yolo11 val: weights= is required"), std::string::npos) << read_text(log);
+  EXPECT_EQ(read_text(log).find("--weights"), std::string::npos) << read_text(log);
+  fs::remove(log);
+  EXPECT_EQ(yolo11::test::run(front_end(), {"predict", "weights=w.safetensors"}, log), 2);
+  EXPECT_NE(read_text(log).find("yolo11 predict: source= is required"), std::string::npos) << read_text(log);
+}

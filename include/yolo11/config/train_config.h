@@ -138,4 +138,8 @@ std::vector<std::string> resume_differences(const TrainConfig& saved, const Trai
 /// Throws std::runtime_error listing resume_differences() when there are any.
 void check_resume_compatible(const TrainConfig& saved, const TrainConfig& requested);
 
+/// The candidate nearest to `word` (case-insensitive edit distance) when it is close enough to be a typo (distance
+/// ≤ max(2, |word| / 3)), else "". Used for "Did you mean" in config keys and command-line modes.
+std::string closest_name(const std::string& word, const std::vector<std::string>& candidates);
+
 }  // namespace yolo11::config
