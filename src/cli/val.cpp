@@ -93,7 +93,8 @@ int val(int argc, char** argv) {
     // The trainer's val/*_loss columns: the mean of the per-batch loss items, so they depend on the batch split.
     spdlog::info("Losses (mean over {} batches of {}): box {:.5f}, cls {:.5f}, dfl {:.5f}", loader->num_batches(),
                  cfg.batch, r.loss_items[0], r.loss_items[1], r.loss_items[2]);
-    spdlog::info("metrics (exact): {{\"precision\": {:.9g}, \"recall\": {:.9g}, \"mAP50\": {:.9g}, \"mAP50-95\": {:.9g}}}",
+    spdlog::info("metrics (exact): {{\"precision\": {:.9g}, \"recall\": {:.9g}, \"mAP50\": {:.9g}, "
+                 "\"mAP50-95\": {:.9g}}}",
                  r.metrics.precision, r.metrics.recall, r.metrics.map50, r.metrics.map50_95);
     spdlog::info("Results saved to {}", save_dir);
     return 0;

@@ -57,7 +57,8 @@ void append_coco_predictions(nlohmann::json& out, const at::Tensor& pred_origina
                              const std::vector<int64_t>& class_map) {
   const std::filesystem::path path(im_file);
   const std::string stem = path.stem().string();
-  const bool numeric = !stem.empty() && std::all_of(stem.begin(), stem.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const bool numeric =
+      !stem.empty() && std::all_of(stem.begin(), stem.end(), [](char c) { return c >= '0' && c <= '9'; });
   nlohmann::json image_id = numeric ? nlohmann::json(std::stoll(stem)) : nlohmann::json(stem);
   const auto p = pred_original.to(at::kCPU, at::kFloat).contiguous();
   const auto a = p.accessor<float, 2>();

@@ -115,7 +115,8 @@ TEST(ValGolden, MetricsEqualTheReferenceValidatorsTo1e4) {
   EXPECT_NEAR(r.metrics.map50_95, m["mAP50-95"].get<double>(), 1e-4);
   std::printf("[ValGolden] |diff| P %.2g R %.2g mAP50 %.2g mAP50-95 %.2g\n",
               std::abs(r.metrics.precision - m["precision"].get<double>()),
-              std::abs(r.metrics.recall - m["recall"].get<double>()), std::abs(r.metrics.map50 - m["mAP50"].get<double>()),
+              std::abs(r.metrics.recall - m["recall"].get<double>()),
+              std::abs(r.metrics.map50 - m["mAP50"].get<double>()),
               std::abs(r.metrics.map50_95 - m["mAP50-95"].get<double>()));
   ASSERT_EQ(r.metrics.per_class.size(), ref["per_class_ap50_95"].size());
   for (size_t c = 0; c < r.metrics.per_class.size(); ++c)

@@ -73,7 +73,8 @@ TEST(ValKeys, YoloValDefaultsToRectBatchesAsTheReferencesCommand) {
     const auto m = nlohmann::json::parse(log.substr(at + 17, log.find('\n', at) - at - 17));
     const double* ref = given ? without : with_rect;
     const char* keys[4] = {"precision", "recall", "mAP50", "mAP50-95"};
-    for (int k = 0; k < 4; ++k) EXPECT_NEAR(m[keys[k]].get<double>(), ref[k], 1e-4) << keys[k] << (given ? " rect=false" : "");
+    for (int k = 0; k < 4; ++k)
+      EXPECT_NEAR(m[keys[k]].get<double>(), ref[k], 1e-4) << keys[k] << (given ? " rect=false" : "");
   }
 }
 
@@ -86,7 +87,8 @@ TEST(ValKeys, AugmentAgnosticNmsAndClassesEqualTheReference) {
   };
   const Case cases[] = {
       {{"augment=true"}, {0.25365407896194253, 0.39770787950315084, 0.24015754445189244, 0.12397755016477793}},
-      {{"augment=true", "rect=false"}, {0.2172649868153873, 0.3940663131615533, 0.22536693153536028, 0.11718310942067385}},
+      {{"augment=true", "rect=false"},
+       {0.2172649868153873, 0.3940663131615533, 0.22536693153536028, 0.11718310942067385}},
       {{"agnostic_nms=true"}, {0.272908061445636, 0.324935321334704, 0.2205959311226187, 0.1051049963847037}},
       {{"classes=[0, 2]"}, {0.31976592295231965, 0.35465405674464906, 0.2838269624796429, 0.13573757225014937}},
   };
