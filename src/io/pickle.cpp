@@ -17,7 +17,7 @@ const Value* Value::get(std::string_view key) const {
 
 namespace {
 
-using PickleKind = Value::Kind;
+using Kind = Value::Kind;
 
 // Storage classes torch.save names in persistent ids, with their element types.
 const std::unordered_map<std::string, at::ScalarType>& storage_types() {
@@ -63,8 +63,8 @@ class Machine {
         case '0': pop(); break;                             // POP
         case '1': pop_mark(); break;                        // POP_MARK
         case '2': push(top()); break;                       // DUP
-        case 'N': push(make(PickleKind::None)); break;
-        case 0x88: case 0x89: { auto v = make(PickleKind::Bool); v->b = op == 0x88; push(v); break; }
+        case 'N': push(make(Kind::None)); break;
+        case 0x88: case 0x89: { auto v = make(Kind::Bool); v->b = op == 0x88; push(v); break; }
         case 'J': push_int(static_cast<int32_t>(uint_le(4))); break;   // BININT
         case 'K': push_int(static_cast<int64_t>(uint_le(1))); break;   // BININT1
         case 'M': push_int(static_cast<int64_t>(uint_le(2))); break;   // BININT2
@@ -73,38 +73,38 @@ class Machine {
         case 'G': {                                                     // BINFLOAT (big-endian)
           uint64_t u = 0;
           for (unsigned char c : take(8)) u = (u << 8) | c;
-          auto v = make(PickleKind::Float);
+          auto v = make(Kind::Float);
           std::memcpy(&v->f, &u, 8);
           push(v);
           break;
         }
-        case 0x8c: push_str(PickleKind::Str, uint_le(1)); break;   // SHORT_BINUNICODE
-        case 'X': push_str(PickleKind::Str, uint_le(4)); break;    // BINUNICODE
-        case 0x8d: push_str(PickleKind::Str, uint_le(8)); break;   // BINUNICODE8
-        case 'U': push_str(PickleKind::Str, uint_le(1)); break;    // SHORT_BINSTRING
-        case 'T': push_str(PickleKind::Str, uint_le(4)); break;    // BINSTRING
-        case 'C': push_str(PickleKind::Bytes, uint_le(1)); break;  // SHORT_BINBYTES
-        case 'B': push_str(PickleKind::Bytes, uint_le(4)); break;  // BINBYTES
-        case 0x8e: push_str(PickleKind::Bytes, uint_le(8)); break; // BINBYTES8
-        case ')': push(make(PickleKind::Tuple)); break;            // EMPTY_TUPLE
-        case 't': push(collect(PickleKind::Tuple, pop_mark())); break;
+        case 0x8c: push_str(Kind::Str, uint_le(1)); break;   // SHORT_BINUNICODE
+        case 'X': push_str(Kind::Str, uint_le(4)); break;    // BINUNICODE
+        case 0x8d: push_str(Kind::Str, uint_le(8)); break;   // BINUNICODE8
+        case 'U': push_str(Kind::Str, uint_le(1)); break;    // SHORT_BINSTRING
+        case 'T': push_str(Kind::Str, uint_le(4)); break;    // BINSTRING
+        case 'C': push_str(Kind::Bytes, uint_le(1)); break;  // SHORT_BINBYTES
+        case 'B': push_str(Kind::Bytes, uint_le(4)); break;  // BINBYTES
+        case 0x8e: push_str(Kind::Bytes, uint_le(8)); break; // BINBYTES8
+        case ')': push(make(Kind::Tuple)); break;            // EMPTY_TUPLE
+        case 't': push(collect(Kind::Tuple, pop_mark())); break;
         case 0x85: case 0x86: case 0x87: {                   // TUPLE1..3
           const size_t n = op - 0x84u;
           if (stack_.size() < n + base()) fail("TUPLE" + std::to_string(n) + " on a short stack");
           std::vector<Ref> xs(stack_.end() - static_cast<std::ptrdiff_t>(n), stack_.end());
           stack_.resize(stack_.size() - n);
-          push(collect(PickleKind::Tuple, std::move(xs)));
+          push(collect(Kind::Tuple, std::move(xs)));
           break;
         }
-        case ']': push(make(PickleKind::List)); break;             // EMPTY_LIST
-        case 'l': push(collect(PickleKind::List, pop_mark())); break;
-        case 'a': { auto x = pop(); add(top(), PickleKind::List, x); break; }          // APPEND
-        case 'e': { auto xs = pop_mark(); for (auto& x : xs) add(top(), PickleKind::List, x); break; }  // APPENDS
-        case 0x8f: push(make(PickleKind::Set)); break;             // EMPTY_SET
-        case 0x90: { auto xs = pop_mark(); for (auto& x : xs) add(top(), PickleKind::Set, x); break; }  // ADDITEMS
-        case 0x91: push(collect(PickleKind::Set, pop_mark())); break;  // FROZENSET
-        case '}': push(make(PickleKind::Dict)); break;             // EMPTY_DICT
-        case 'd': { auto xs = pop_mark(); auto v = make(PickleKind::Dict); set_items(v, xs); push(v); break; }
+        case ']': push(make(Kind::List)); break;             // EMPTY_LIST
+        case 'l': push(collect(Kind::List, pop_mark())); break;
+        case 'a': { auto x = pop(); add(top(), Kind::List, x); break; }          // APPEND
+        case 'e': { auto xs = pop_mark(); for (auto& x : xs) add(top(), Kind::List, x); break; }  // APPENDS
+        case 0x8f: push(make(Kind::Set)); break;             // EMPTY_SET
+        case 0x90: { auto xs = pop_mark(); for (auto& x : xs) add(top(), Kind::Set, x); break; }  // ADDITEMS
+        case 0x91: push(collect(Kind::Set, pop_mark())); break;  // FROZENSET
+        case '}': push(make(Kind::Dict)); break;             // EMPTY_DICT
+        case 'd': { auto xs = pop_mark(); auto v = make(Kind::Dict); set_items(v, xs); push(v); break; }
         case 's': { auto val = pop(); auto key = pop(); set_items(top(), {key, val}); break; }  // SETITEM
         case 'u': { auto xs = pop_mark(); set_items(top(), xs); break; }                       // SETITEMS
         case 'c': {                                          // GLOBAL "module\nname\n"
@@ -114,7 +114,7 @@ class Machine {
         }
         case 0x93: {                                         // STACK_GLOBAL
           auto name = pop(), mod = pop();
-          if (!mod->is(PickleKind::Str) || !name->is(PickleKind::Str)) fail("STACK_GLOBAL with non-string names");
+          if (!mod->is(Kind::Str) || !name->is(Kind::Str)) fail("STACK_GLOBAL with non-string names");
           push(global(mod->s, name->s));
           break;
         }
@@ -174,7 +174,7 @@ class Machine {
   void count() {
     if (++values_ > lim_.max_values) fail("more than " + std::to_string(lim_.max_values) + " values");
   }
-  Ref make(PickleKind k) {
+  Ref make(Kind k) {
     count();
     auto v = std::make_shared<Value>();
     v->kind = k;
@@ -204,7 +204,7 @@ class Machine {
     return xs;
   }
   void push_int(int64_t x) {
-    auto v = make(PickleKind::Int);
+    auto v = make(Kind::Int);
     v->i = x;
     push(v);
   }
@@ -216,7 +216,7 @@ class Machine {
     if (n > 0 && n < 8 && (static_cast<unsigned char>(s[n - 1]) & 0x80)) u |= ~uint64_t{0} << (8 * n);  // sign
     push_int(static_cast<int64_t>(u));
   }
-  void push_str(PickleKind k, uint64_t n) {
+  void push_str(Kind k, uint64_t n) {
     auto v = make(k);
     v->s = std::string(take(n));
     push(v);
@@ -225,19 +225,19 @@ class Machine {
     if (x && x->depth + 1 > c.depth) c.depth = x->depth + 1;
     if (c.depth > lim_.max_depth) fail("containers nested deeper than " + std::to_string(lim_.max_depth));
   }
-  Ref collect(PickleKind k, std::vector<Ref> xs) {
+  Ref collect(Kind k, std::vector<Ref> xs) {
     auto v = make(k);
     for (auto& x : xs) grow(*v, x);
     v->items = std::move(xs);
     return v;
   }
-  void add(const Ref& c, PickleKind k, const Ref& x) {
-    if (!c->is(k)) fail(k == PickleKind::List ? "APPEND to a non-list" : "ADDITEMS to a non-set");
+  void add(const Ref& c, Kind k, const Ref& x) {
+    if (!c->is(k)) fail(k == Kind::List ? "APPEND to a non-list" : "ADDITEMS to a non-set");
     grow(*c, x);
     c->items.push_back(x);
   }
   void set_items(const Ref& c, const std::vector<Ref>& kv) {
-    if (!c->is(PickleKind::Dict)) fail("SETITEM(S) on a non-dict");
+    if (!c->is(Kind::Dict)) fail("SETITEM(S) on a non-dict");
     if (kv.size() % 2) fail("SETITEMS with an odd number of values");
     for (size_t k = 0; k < kv.size(); k += 2) {
       grow(*c, kv[k]);
@@ -248,8 +248,9 @@ class Machine {
   Ref global(std::string mod, const std::string& name) {
     if (mod == "__builtin__") mod = "builtins";
     const std::string full = mod + "." + name;
-    if (!allowed_global(full)) fail("global '" + full + "' is not allowed (only tensors, containers and model classes)");
-    auto v = make(PickleKind::Global);
+    if (!allowed_global(full))
+      fail("global '" + full + "' is not allowed (only tensors, containers and model classes)");
+    auto v = make(Kind::Global);
     v->s = full;
     return v;
   }
@@ -263,51 +264,53 @@ class Machine {
     memo_[k] = top();
   }
   Ref reduce(const Value& fn, const Ref& args) {
-    if (!fn.is(PickleKind::Global)) fail("REDUCE / NEWOBJ of a non-global");
-    if (!args->is(PickleKind::Tuple)) fail("REDUCE arguments are not a tuple");
+    if (!fn.is(Kind::Global)) fail("REDUCE / NEWOBJ of a non-global");
+    if (!args->is(Kind::Tuple)) fail("REDUCE arguments are not a tuple");
     const auto& a = args->items;
     const std::string& n = fn.s;
     if (n == "torch._utils._rebuild_tensor_v2") return rebuild_tensor(a);
     if (n == "torch._utils._rebuild_parameter") {
-      if (a.empty() || !a[0]->is(PickleKind::Tensor)) fail("_rebuild_parameter without a tensor");
+      if (a.empty() || !a[0]->is(Kind::Tensor)) fail("_rebuild_parameter without a tensor");
       return a[0];
     }
     if (n == "collections.OrderedDict" || n == "builtins.dict") {
-      auto v = make(PickleKind::Dict);
-      if (!a.empty() && a[0]->is(PickleKind::List))
+      auto v = make(Kind::Dict);
+      if (!a.empty() && a[0]->is(Kind::List))
         for (const auto& p : a[0]->items) {
-          if (!p->is(PickleKind::Tuple) || p->items.size() != 2) fail(n + " from a list that is not of pairs");
+          if (!p->is(Kind::Tuple) || p->items.size() != 2) fail(n + " from a list that is not of pairs");
           set_items(v, p->items);
         }
       return v;
     }
     if (n == "builtins.set" || n == "builtins.frozenset" || n == "builtins.tuple" || n == "builtins.list" ||
         n == "torch.Size") {
-      const PickleKind k = n == "builtins.list" ? PickleKind::List : (n == "builtins.tuple" || n == "torch.Size") ? PickleKind::Tuple
-                                                                                                      : PickleKind::Set;
+      const Kind k = n == "builtins.list"                             ? Kind::List
+                     : (n == "builtins.tuple" || n == "torch.Size") ? Kind::Tuple
+                                                                      : Kind::Set;
       if (a.empty()) return make(k);
-      if (!(a[0]->is(PickleKind::List) || a[0]->is(PickleKind::Tuple) || a[0]->is(PickleKind::Set))) fail(n + " of a non-sequence");
+      if (!(a[0]->is(Kind::List) || a[0]->is(Kind::Tuple) || a[0]->is(Kind::Set)))
+        fail(n + " of a non-sequence");
       return collect(k, a[0]->items);
     }
     if (storage_types().count(n)) fail("storage class " + n + " called directly");
-    auto v = make(PickleKind::Object);  // a class recorded, not constructed
+    auto v = make(Kind::Object);  // a class recorded, not constructed
     v->s = n;
     for (const auto& x : a) grow(*v, x);
     v->items = a;
     return v;
   }
   void build(const Ref& obj, const Ref& state) {
-    if (state->is(PickleKind::None)) return;
-    if (!obj->is(PickleKind::Object)) fail("BUILD on a " + std::string(obj->is(PickleKind::Dict) ? "dict" : "non-object"));
+    if (state->is(Kind::None)) return;
+    if (!obj->is(Kind::Object)) fail("BUILD on a " + std::string(obj->is(Kind::Dict) ? "dict" : "non-object"));
     auto merge = [&](const Ref& s) {
-      if (!s || s->is(PickleKind::None)) return;
-      if (!s->is(PickleKind::Dict)) fail("BUILD state of " + obj->s + " is not a dict");
+      if (!s || s->is(Kind::None)) return;
+      if (!s->is(Kind::Dict)) fail("BUILD state of " + obj->s + " is not a dict");
       for (const auto& [k, v] : s->dict) {
         grow(*obj, v);
         obj->dict.emplace_back(k, v);
       }
     };
-    if (state->is(PickleKind::Tuple) && state->items.size() == 2) {  // (dict state, slot state)
+    if (state->is(Kind::Tuple) && state->items.size() == 2) {  // (dict state, slot state)
       merge(state->items[0]);
       merge(state->items[1]);
     } else {
@@ -315,17 +318,17 @@ class Machine {
     }
   }
   std::vector<int64_t> ints(const Ref& t, const char* what) {
-    if (!t->is(PickleKind::Tuple)) fail(std::string("tensor ") + what + " is not a tuple");
+    if (!t->is(Kind::Tuple)) fail(std::string("tensor ") + what + " is not a tuple");
     if (t->items.size() > 16) fail(std::string("tensor ") + what + " has more than 16 dimensions");
     std::vector<int64_t> r;
     for (const auto& x : t->items) {
-      if (!x->is(PickleKind::Int) || x->i < 0 || x->i > (int64_t{1} << 40)) fail(std::string("bad tensor ") + what);
+      if (!x->is(Kind::Int) || x->i < 0 || x->i > (int64_t{1} << 40)) fail(std::string("bad tensor ") + what);
       r.push_back(x->i);
     }
     return r;
   }
   Ref rebuild_tensor(const std::vector<Ref>& a) {
-    if (a.size() < 4 || !a[0]->is(PickleKind::Storage) || !a[1]->is(PickleKind::Int))
+    if (a.size() < 4 || !a[0]->is(Kind::Storage) || !a[1]->is(Kind::Int))
       fail("_rebuild_tensor_v2 without (storage, offset, size, stride)");
     const Value& st = *a[0];
     const auto size = ints(a[2], "size"), stride = ints(a[3], "stride");
@@ -341,7 +344,7 @@ class Machine {
     if (offset < 0 || (numel > 0 && (numel > avail || last >= avail)))
       fail("tensor of size " + std::to_string(numel) + " at offset " + std::to_string(offset) +
            " reaches past its storage of " + std::to_string(avail) + " elements");
-    auto v = make(PickleKind::Tensor);
+    auto v = make(Kind::Tensor);
     auto flat = at::from_blob(st.tensor.data_ptr(), {avail}, at::TensorOptions().dtype(st.dtype));
     v->tensor = numel == 0 ? at::empty(size, flat.options()) : flat.as_strided(size, stride, offset).clone();
     return v;

@@ -62,7 +62,8 @@ class PtZip {
       if (le(p, 4) == 0x06054b50) { eocd = p; break; }
     if (eocd == UINT64_MAX) fail("no zip end-of-central-directory record (truncated or not a .pt zip)");
     uint64_t count = le(eocd + 10, 2), cd_size = le(eocd + 12, 4), cd = le(eocd + 16, 4);
-    if ((count == 0xFFFF || cd == 0xFFFFFFFF || cd_size == 0xFFFFFFFF) && eocd >= 20 && le(eocd - 20, 4) == 0x07064b50) {
+    const bool zip64 = count == 0xFFFF || cd == 0xFFFFFFFF || cd_size == 0xFFFFFFFF;
+    if (zip64 && eocd >= 20 && le(eocd - 20, 4) == 0x07064b50) {
       const uint64_t z = le(eocd - 20 + 8, 8);
       if (le(z, 4) != 0x06064b50) fail("bad zip64 end-of-central-directory record");
       count = le(z + 32, 8), cd_size = le(z + 40, 8), cd = le(z + 48, 8);
@@ -137,7 +138,8 @@ nlohmann::json pt_to_json(const PValue& v, int depth = 0) {
 }
 
 // torch's Module.state_dict order: own parameters, persistent buffers, then each child under "<name>.".
-void pt_walk(const PValue& m, const std::string& prefix, std::vector<std::pair<std::string, at::Tensor>>& out, int depth) {
+void pt_walk(const PValue& m, const std::string& prefix, std::vector<std::pair<std::string, at::Tensor>>& out,
+             int depth) {
   if (depth > 64) throw std::runtime_error("modules nested too deeply");
   std::vector<std::string> non_persistent;
   if (const PValue* s = m.get("_non_persistent_buffers_set"); s && (s->is(PKind::Set) || s->is(PKind::List)))
@@ -149,8 +151,8 @@ void pt_walk(const PValue& m, const std::string& prefix, std::vector<std::pair<s
     if (!d->is(PKind::Dict)) throw std::runtime_error(m.s + "." + field + " is not a dict");
     for (const auto& [k, t] : d->dict) {
       if (!k->is(PKind::Str) || t->is(PKind::None)) continue;
-      if (std::string(field) == "_buffers" && std::find(non_persistent.begin(), non_persistent.end(), k->s) != non_persistent.end())
-        continue;
+      const bool buffer = std::string(field) == "_buffers";
+      if (buffer && std::find(non_persistent.begin(), non_persistent.end(), k->s) != non_persistent.end()) continue;
       if (!t->is(PKind::Tensor)) throw std::runtime_error(prefix + k->s + " is not a tensor");
       at::Tensor x = t->tensor;
       if (x.is_floating_point() && x.scalar_type() != at::kFloat) x = x.to(at::kFloat);
@@ -194,8 +196,9 @@ PtCheckpoint read_pt_checkpoint(const std::string& path) {
 
   std::map<std::string, pickle::Ref> storages;
   auto load = [&](const PValue& pid) -> pickle::Ref {
-    if (!pid.is(PKind::Tuple) || pid.items.size() < 5 || !pid.items[0]->is(PKind::Str) || pid.items[0]->s != "storage" ||
-        !pid.items[1]->is(PKind::Global) || !pid.items[2]->is(PKind::Str) || !pid.items[4]->is(PKind::Int))
+    const auto& id = pid.items;
+    if (!pid.is(PKind::Tuple) || id.size() < 5 || !id[0]->is(PKind::Str) || id[0]->s != "storage" ||
+        !id[1]->is(PKind::Global) || !id[2]->is(PKind::Str) || !id[4]->is(PKind::Int))
       zip.fail("persistent id is not ('storage', <class>, key, location, numel)");
     const std::string& key = pid.items[2]->s;
     if (auto it = storages.find(key); it != storages.end()) return it->second;
@@ -226,7 +229,8 @@ PtCheckpoint read_pt_checkpoint(const std::string& path) {
   if (!model->is(PKind::Object)) zip.fail("'" + ck.source + "' is not a model object");
   ck.model_class = model->s;
   if (model->s != "ultralytics.nn.tasks.DetectionModel")
-    zip.fail("'" + ck.source + "' is a " + model->s + ", not a YOLO detection model (ultralytics.nn.tasks.DetectionModel)");
+    zip.fail("'" + ck.source + "' is a " + model->s +
+             ", not a YOLO detection model (ultralytics.nn.tasks.DetectionModel)");
   const PValue* seq = pt_child(*model, "model");
   const PValue* last = nullptr;
   const PValue* sppf = nullptr;
@@ -254,7 +258,8 @@ PtCheckpoint read_pt_checkpoint(const std::string& path) {
     const PValue* act = cv1 ? pt_child(*cv1, "act") : nullptr;
     if (!act || !act->is(PKind::Object)) zip.fail("SPPF.cv1 has no act module");
     if (act->s == "torch.nn.modules.linear.Identity") sppf_act = false;
-    else if (act->s != "torch.nn.modules.activation.SiLU") zip.fail("SPPF.cv1.act is " + act->s + " (SiLU or Identity expected)");
+    else if (act->s != "torch.nn.modules.activation.SiLU")
+      zip.fail("SPPF.cv1.act is " + act->s + " (SiLU or Identity expected)");
   }
   ck.yaml["sppf_act"] = sppf_act;
   if (const PValue* s = model->get("stride"); s && s->is(PKind::Tensor)) {
