@@ -15,6 +15,26 @@ const Value* Value::get(std::string_view key) const {
   return nullptr;
 }
 
+Value::~Value() {
+  std::vector<Ref> pending;
+  auto detach = [&pending](Value& v) {
+    for (auto& x : v.items)
+      if (x && x.use_count() == 1) pending.push_back(std::move(x));
+    for (auto& [k, x] : v.dict) {
+      if (k && k.use_count() == 1) pending.push_back(std::move(k));
+      if (x && x.use_count() == 1) pending.push_back(std::move(x));
+    }
+    v.items.clear();
+    v.dict.clear();
+  };
+  detach(*this);
+  while (!pending.empty()) {
+    Ref r = std::move(pending.back());
+    pending.pop_back();
+    detach(*r);  // r is freed here with no children left
+  }
+}
+
 namespace {
 
 using Kind = Value::Kind;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "golden.h"
+#include "yolo11/io/pickle.h"
 #include "yolo11/io/pt_checkpoint.h"
 #include "yolo11/io/safetensors.h"
 #include "yolo11_test_config.h"
@@ -122,6 +123,24 @@ TEST(PtCheckpoint, Coco128ReadsItsModelWhenEmaIsNone) {
     EXPECT_TRUE(t.scalar_type() == torch::kFloat || k.find("num_batches_tracked") != std::string::npos) << k;
 }
 
+TEST(PtCheckpoint, TensorsHonourOffsetAndStrideOfTheirStorage) {
+  // _rebuild_tensor_v2(storage of 6 floats 0..5, offset 1, size (2, 2), stride (1, 3)) = [[1, 4], [2, 5]]
+  std::string pkl = std::string("\x80\x02") + "ctorch._utils\n_rebuild_tensor_v2\n(" + "(" + unicode("storage") +
+                    "ctorch\nFloatStorage\n" + unicode("0") + unicode("cpu") + "K\x06tQ" + "K\x01" + "K\x02K\x02\x86" +
+                    "K\x01K\x03\x86" + "\x89" + "ccollections\nOrderedDict\n)R" + "tR.";
+  auto storage = torch::arange(6, torch::kFloat);
+  auto load = [&](const yolo11::io::pickle::Value&) {
+    auto v = std::make_shared<yolo11::io::pickle::Value>();
+    v->kind = yolo11::io::pickle::Value::Kind::Storage;
+    v->dtype = torch::kFloat;
+    v->tensor = torch::from_blob(storage.data_ptr(), {24}, torch::kByte).clone();
+    return v;
+  };
+  const auto t = yolo11::io::pickle::unpickle(pkl, "strided", load);
+  ASSERT_TRUE(t->is(yolo11::io::pickle::Value::Kind::Tensor));
+  EXPECT_TRUE(torch::equal(t->tensor, torch::tensor({{1.f, 4.f}, {2.f, 5.f}}))) << t->tensor;
+}
+
 TEST(PtCheckpoint, TruncatedZipIsAClearError) {
   std::ifstream in(fixture("yolo11n_shapes3.pt"), std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -169,6 +188,13 @@ TEST(PtCheckpoint, NestedContainerBombIsAnErrorNotACrash) {
   // EMPTY_LIST ... APPEND nesting
   e = error_of("bomb2.pt", pkl_zip("\x80\x02" + std::string(n, ']') + std::string(n - 1, 'a') + "."));
   EXPECT_NE(e.find("nested deeper than"), std::string::npos) << e;
+  // a chain nested through the memo after each link was nested (the depth bound sees 2): read, then freed without
+  // recursion; rejected as no checkpoint dict
+  std::string chain = "\x80\x02]r" + u32(0);
+  const uint32_t links = 300000;
+  for (uint32_t i = 1; i <= links; ++i) chain += "j" + u32(i - 1) + "]r" + u32(i) + "a0";
+  e = error_of("chain.pt", pkl_zip(chain + "."));
+  EXPECT_NE(e.find("not a checkpoint dict"), std::string::npos) << e;
   // an unknown opcode and a bad memo reference are errors too
   EXPECT_NE(error_of("op.pt", pkl_zip("\x80\x02\xff.")).find("unsupported pickle opcode 0xff"), std::string::npos);
   EXPECT_NE(error_of("memo.pt", pkl_zip("\x80\x02h\x07.")).find("memo key 7 not set"), std::string::npos);

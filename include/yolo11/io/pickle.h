@@ -31,6 +31,13 @@ struct Value {
   at::ScalarType dtype = at::kByte;        ///< Storage: element type from the storage class
   int depth = 1;                           ///< nesting depth (1 for scalars)
 
+  Value() = default;
+  Value(const Value&) = delete;
+  Value& operator=(const Value&) = delete;
+  /// Releases the children iteratively: a chain nested deeper than the depth bound saw (a memoized container
+  /// filled after it was nested) cannot overflow the stack when it is freed.
+  ~Value();
+
   bool is(Kind k) const { return kind == k; }
   /// Dict / Object attribute lookup by string key; nullptr when absent.
   const Value* get(std::string_view key) const;
