@@ -130,6 +130,7 @@ void save_model(TrainContext& c) {
   if (r.cuda) ck.rng_cuda = compat::cuda_rng_state(r.device.index());
   ck.scaler = r.scaler.state();
   ck.extra["last_opt_step"] = std::to_string(r.sched->last_step());
+  ck.sppf_act = r.mo.sppf_act;
   if (r.sched->last_step() < (c.epoch + 1) * r.nb - 1) ck.grads = accumulated_gradients(*r.net);  // mid-accumulation
   if (!save_checkpoint(c.run_dir + "/weights", ck, c.is_best, save_period_due(c.epoch, r.cfg.save_period)))
     spdlog::warn("epoch {}: weights hold NaN/Inf, checkpoint not written; {}/weights keeps the last good one",

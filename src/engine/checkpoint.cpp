@@ -211,6 +211,7 @@ bool save_checkpoint(const std::string& weights_dir, const Checkpoint& c, bool i
                                               {"ema_updates", std::to_string(c.ema_updates)},
                                               {"version", build::kVersion},
                                               {"content", "EMA weights (state_dict keys)"}};
+  if (!c.sppf_act) wmeta["sppf_act"] = "false";
   NamedTensors state;
   for (const auto& [k, t] : c.model) state.emplace_back("model/" + k, t);
   for (const auto& [k, t] : c.grads) state.emplace_back("grad/" + k, t);

@@ -24,6 +24,7 @@ LoadedDetector load_detector(const std::string& weights, const std::string& mode
     sppf_act = ck.yaml.value("sppf_act", true);
   } else {
     file = io::load_safetensors(weights);
+    if (auto it = file.metadata.find("sppf_act"); it != file.metadata.end()) sppf_act = it->second != "false";
   }
   LoadedDetector d;
   if (auto it = file.metadata.find("model_scale"); it != file.metadata.end()) d.scale = it->second;

@@ -9,6 +9,7 @@
 
 #include "golden.h"
 #include "process.h"
+#include "yolo11/io/safetensors.h"
 #include "yolo11_test_config.h"
 
 namespace {
@@ -71,7 +72,19 @@ TEST(ValPt, TrainFromACheckpointTransfersEveryTensorAndResumeIsRefused) {
   std::string log;
   ASSERT_EQ(run_cli(args, dir + "/train.log", log), 0) << log;
   EXPECT_NE(log.find("Transferred 499/499 items"), std::string::npos) << log;
-  EXPECT_TRUE(fs::exists(fs::path(dir) / "t" / "weights" / "last.safetensors")) << log;
+  const fs::path last = fs::path(dir) / "t" / "weights" / "last.safetensors";
+  ASSERT_TRUE(fs::exists(last)) << log;
+  // the fixture's SPPF.cv1 has no activation (8.4.50): the run's weights say so, for yolo11 val / predict
+  EXPECT_EQ(yolo11::io::read_safetensors_metadata(last.string())["sppf_act"], "false");
+
+  // pretrained=x.pt: the transfer report (shapes3, nc=3, into the nc=80 model: its class branch cv3 starts fresh)
+  auto pre = yolo11::test::coco8_train_args(dir, "p", 1);
+  pre.insert(pre.begin(), "train");
+  pre.push_back("pretrained=" + pt_fixture("yolo11n_shapes3.pt"));
+  pre.push_back("exist_ok=true");
+  ASSERT_EQ(run_cli(pre, dir + "/pretrained.log", log), 0) << log;
+  EXPECT_NE(log.find("Transferred 448/499 items"), std::string::npos) << log;
+  EXPECT_NE(log.find("class count differs (3 in the source, 80 here)"), std::string::npos) << log;
 
   args.push_back("resume=" + pt_fixture("yolo11n_coco128_e2.pt"));
   EXPECT_NE(run_cli(args, dir + "/resume.log", log), 0) << log;

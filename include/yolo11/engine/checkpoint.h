@@ -43,6 +43,9 @@ struct Checkpoint {
   at::Tensor rng_cpu;                 ///< capture_rng_state() (uint8); undefined = not saved
   at::Tensor rng_cuda;                ///< compat::cuda_rng_state() of the training device; undefined on CPU runs
   std::map<std::string, std::string> extra;  ///< free-form strings (data-loader RNG states, train time, ...)
+  /// model::ModelOptions::sppf_act of the trained graph; false (a model=x.pt whose SPPF.cv1 has no activation) is
+  /// written to the weights' metadata as "sppf_act": "false", which engine::load_detector reads
+  bool sppf_act = true;
   std::string path;                   ///< file it was loaded from (set by the loader)
 };
 
