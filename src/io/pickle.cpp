@@ -355,14 +355,15 @@ class Machine {
     if (size.size() != stride.size()) fail("tensor size and stride differ in length");
     const int64_t offset = a[1]->i, elem = static_cast<int64_t>(c10::elementSize(st.dtype));
     const int64_t avail = st.tensor.numel() / elem;
-    int64_t numel = 1, last = offset;
+    __int128 numel = 1, last = offset;  // sizes and strides below 2^40: no overflow in 128 bits
     for (size_t k = 0; k < size.size(); ++k) {
       numel *= size[k];
       if (numel > avail) break;
-      if (size[k] > 0) last += (size[k] - 1) * stride[k];
+      if (size[k] > 0) last += static_cast<__int128>(size[k] - 1) * stride[k];
     }
     if (offset < 0 || (numel > 0 && (numel > avail || last >= avail)))
-      fail("tensor of size " + std::to_string(numel) + " at offset " + std::to_string(offset) +
+      fail("tensor of " + std::string(numel > avail ? "more" : std::to_string(static_cast<int64_t>(numel))) +
+           " elements at offset " + std::to_string(offset) +
            " reaches past its storage of " + std::to_string(avail) + " elements");
     auto v = make(Kind::Tensor);
     auto flat = at::from_blob(st.tensor.data_ptr(), {avail}, at::TensorOptions().dtype(st.dtype));
