@@ -83,7 +83,48 @@ std::string tensor_pickle(int numel, int n) {
          char(n) + "\x85" + "K\x01\x85" + "\x89" + "ccollections\nOrderedDict\n)R" + "tR.";
 }
 
+/// A pickled object record: cls() (NEWOBJ) with BUILD state {key: value ...} from the pickled `pairs`.
+std::string record(const std::string& module, const std::string& name, const std::string& pairs) {
+  return "c" + module + "\n" + name + "\n)\x81}(" + pairs + "ub";
+}
+
+/// _rebuild_tensor_v2 of the 2 elements of storage `key` (a HalfStorage of 2), size (2,), stride (1,).
+std::string half_tensor(const std::string& key) {
+  return "ctorch._utils\n_rebuild_tensor_v2\n((" + unicode("storage") + "ctorch\nHalfStorage\n" + unicode(key) +
+         unicode("cpu") + "K\x02tQK\x00"s + "K\x02\x85K\x01\x85\x89" "ccollections\nOrderedDict\n)RtR";
+}
+
 }  // namespace
+
+TEST(PtCheckpoint, EmaIsPreferredAndTheStateDictFollowsTorchsRules) {
+  // {'model': None, 'ema': DetectionModel(model=Sequential(0=Detect(w, buffers b and non-persistent np)))}
+  const std::string detect = record("ultralytics.nn.modules.head", "Detect",
+                                    unicode("_parameters") + "ccollections\nOrderedDict\n)R(" + unicode("w") +
+                                        half_tensor("0") + unicode("none") + "Nu" + unicode("_buffers") + "}(" +
+                                        unicode("b") + half_tensor("1") + unicode("np") + half_tensor("0") + "u" +
+                                        unicode("_non_persistent_buffers_set") + "c__builtin__\nset\n](" +
+                                        unicode("np") + "e\x85R");
+  const std::string seq = record("torch.nn.modules.container", "Sequential", unicode("_modules") + "}(" +
+                                                                              unicode("0") + detect + "u");
+  const std::string dm = record("ultralytics.nn.tasks", "DetectionModel",
+                                unicode("_modules") + "}(" + unicode("model") + seq + "u" + unicode("nc") + "K\x02" +
+                                    unicode("names") + "}(K\x00"s + unicode("a") + "K\x01" + unicode("b") + "u");
+  const std::string pkl = "\x80\x02}(" + unicode("model") + "N" + unicode("ema") + dm + "u.";
+  // float16 1.0, -2.0 and 0.5, 65504
+  const std::string s0("\x00\x3c\x00\xc0", 4), s1("\x00\x38\xff\x7b", 4);
+  const auto path = write("ema.pt", pkl_zip(pkl, {{"archive/data/0", s0}, {"archive/data/1", s1}}));
+  const auto ck = read_pt_checkpoint(path);
+  EXPECT_EQ(ck.source, "ema");
+  EXPECT_EQ(ck.nc, 2);
+  EXPECT_EQ(ck.names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(ck.yaml.at("sppf_act").get<bool>());  // no SPPF: the default
+  ASSERT_EQ(ck.state_dict.size(), 2u);  // None parameters and non-persistent buffers are not state
+  EXPECT_EQ(ck.state_dict[0].first, "model.0.w");
+  EXPECT_EQ(ck.state_dict[1].first, "model.0.b");
+  EXPECT_EQ(ck.state_dict[0].second.scalar_type(), torch::kFloat);
+  EXPECT_TRUE(torch::equal(ck.state_dict[0].second, torch::tensor({1.f, -2.f})));
+  EXPECT_TRUE(torch::equal(ck.state_dict[1].second, torch::tensor({0.5f, 65504.f})));
+}
 
 TEST(PtCheckpoint, Shapes3StateDictEqualsTheReferenceLoaderBitForBit) {
   const auto ck = read_pt_checkpoint(fixture("yolo11n_shapes3.pt"));
