@@ -34,7 +34,8 @@ TEST(ValPt, Shapes3CheckpointGivesTheReferenceValidatorsMetrics) {
   const auto ref = nlohmann::json::parse(in).at("val_shapes3_imgsz256");
   const std::string src = YOLO11_TEST_SOURCE_DIR, dir = yolo11::test::scratch_dir("val_pt");
   std::string log;
-  ASSERT_EQ(run_cli({"val", "weights=" + pt_fixture("yolo11n_shapes3.pt"), "data=" + src + "/configs/datasets/shapes3.yaml",
+  ASSERT_EQ(run_cli({"val", "weights=" + pt_fixture("yolo11n_shapes3.pt"),
+                     "data=" + src + "/configs/datasets/shapes3.yaml",
                     "datasets_dir=" + fs::path(yolo11::test::dataset_dir("shapes3")).parent_path().string(),
                     "imgsz=256", "batch=16", "workers=0", "threads=2", "plots=false", "project=" + dir, "name=v",
                     "exist_ok=true"},
