@@ -99,7 +99,8 @@ std::vector<std::string> translate_args(const std::string& mode, const std::vect
     if (mode == "train" || a.rfind("-", 0) == 0) {  // train reads key=value itself; --options pass through
       out.push_back(a);
     } else if ((mode == "val" || mode == "predict") &&
-               (k == "weights" || (k == "model" && (ends_with(v, ".safetensors") || ends_with(v, ".pt"))))) {
+               (k == "weights" || (k == "model" && (ends_with(v, ".safetensors") || ends_with(v, ".pt") ||
+                                                    ends_with(v, ".pth"))))) {  // .pt: an Ultralytics checkpoint
       out.insert(out.end(), {"--weights", v});
     } else if ((mode == "val" && k == "data") || (mode == "predict" && k == "source")) {
       out.insert(out.end(), {"--" + k, v});

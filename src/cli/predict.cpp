@@ -21,7 +21,7 @@ int predict(int argc, char** argv) {
   CLI::App app{"yolo11-predict: run a trained YOLO11 on images / videos; annotated outputs (+ txt labels) in runs/predict/"};
   std::string weights, source;
   std::vector<std::string> overrides;
-  app.add_option("--weights", weights, "weights (.safetensors, Ultralytics state_dict keys)")->required();
+  app.add_option("--weights", weights, "weights (.safetensors, Ultralytics state_dict keys, or an Ultralytics .pt)")->required();
   app.add_option("--source", source,
                  "an image, a folder, a glob ('dir/*.jpg'), a video file, a webcam index (0) or a .txt list of paths "
                  "(or the source= key)");

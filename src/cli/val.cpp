@@ -23,7 +23,7 @@ int val(int argc, char** argv) {
   CLI::App app{"yolo11-val: mAP of a weights file on a dataset split (Ultralytics DetectionValidator semantics)"};
   std::string weights, data;
   std::vector<std::string> overrides;
-  app.add_option("--weights", weights, "weights (.safetensors, Ultralytics state_dict keys)")->required();
+  app.add_option("--weights", weights, "weights (.safetensors, Ultralytics state_dict keys, or an Ultralytics .pt)")->required();
   app.add_option("--data", data, "dataset YAML")->required();
   app.add_option("overrides", overrides, "key=value: imgsz batch conf iou max_det workers device split single_cls plots "
                  "project name rect half agnostic_nms classes augment save_json save_txt save_conf verbose");

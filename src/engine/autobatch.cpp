@@ -8,6 +8,7 @@
 
 #include "yolo11/compat.h"
 #include "yolo11/engine/amp.h"
+#include "yolo11/io/pt_checkpoint.h"
 #include "yolo11/loss/detection_loss.h"
 #include "yolo11/model/yolo.h"
 
@@ -69,7 +70,9 @@ std::string resolve_batch(config::TrainConfig& cfg, const c10::Device& device) {
   double constant_bytes = 0;
   {
     model::ModelOptions mo;
-    mo.yaml = cfg.model;  // YOLOImpl reads yolo11n.yaml-style names, then resolves the file
+    // YOLOImpl reads yolo11n.yaml-style names, then resolves the file; model=x.pt (an Ultralytics checkpoint) is the
+    // YOLO11 graph at its scale
+    mo.yaml = io::is_pt_path(cfg.model) ? "configs/models/yolo11.yaml" : cfg.model;
     mo.scale = cfg.model_scale;
     mo.nc = 80;
     model::YOLO net(mo);

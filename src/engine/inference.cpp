@@ -7,12 +7,25 @@
 #include <stdexcept>
 
 #include "yolo11/compat.h"
+#include "yolo11/io/pt_checkpoint.h"
 #include "yolo11/io/safetensors.h"
 
 namespace yolo11::engine {
 
 LoadedDetector load_detector(const std::string& weights, const std::string& model_yaml) {
-  const auto file = io::load_safetensors(weights);
+  io::TensorFile file;
+  bool sppf_act = true;
+  if (io::is_pt_path(weights)) {  // an Ultralytics checkpoint: scale, nc, names and SPPF form from the model record
+    auto ck = io::read_pt_checkpoint(weights);
+    file.tensors = std::move(ck.state_dict);
+    if (!ck.scale.empty()) file.metadata["model_scale"] = ck.scale;
+    file.metadata["nc"] = std::to_string(ck.nc);
+    file.metadata["names"] = nlohmann::json(ck.names).dump();
+    sppf_act = ck.yaml.value("sppf_act", true);
+  } else {
+    file = io::load_safetensors(weights);
+    if (auto it = file.metadata.find("sppf_act"); it != file.metadata.end()) sppf_act = it->second != "false";
+  }
   LoadedDetector d;
   if (auto it = file.metadata.find("model_scale"); it != file.metadata.end()) d.scale = it->second;
   if (auto it = file.metadata.find("nc"); it != file.metadata.end()) d.nc = std::stoll(it->second);
@@ -64,6 +77,7 @@ LoadedDetector load_detector(const std::string& weights, const std::string& mode
   mo.yaml = model::resolve_model_yaml(model_yaml);
   mo.scale = d.scale;
   mo.nc = d.nc;
+  mo.sppf_act = sppf_act;
   d.model = model::YOLO(mo);
   const auto report = model::transfer_weights(*d.model, file.tensors, weights);
   d.report = report.str();

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "yolo11/build_info.h"
@@ -21,6 +22,7 @@
 #include "yolo11/dist/sync_bn.h"
 #include "yolo11/engine/fp_env.h"
 #include "yolo11/engine/inference.h"
+#include "yolo11/io/pt_checkpoint.h"
 #include "yolo11/io/run_dir.h"
 #include "yolo11/model/weights.h"
 
@@ -148,8 +150,23 @@ void setup_model(Run& r) {
   r.mo.yaml = cfg.model;
   r.mo.scale = cfg.model_scale;
   r.mo.nc = r.nc;
+  std::optional<io::PtCheckpoint> ck;
+  if (io::is_pt_path(cfg.model)) {  // Ultralytics model=x.pt: the checkpoint's architecture and weights
+    ck = io::read_pt_checkpoint(cfg.model);
+    r.mo.yaml = "configs/models/yolo11.yaml";
+    if (!ck->scale.empty()) r.mo.scale = ck->scale;
+    r.mo.sppf_act = ck->yaml.value("sppf_act", true);
+  }
   r.net = model::YOLO(r.mo);
   r.mo = r.net->options();
+  if (ck) {
+    const auto report = model::transfer_weights(*r.net, ck->state_dict, cfg.model);
+    // Another class count leaves the class branch untouched (as the reference); anything else is another graph.
+    if (!report.complete() && ck->nc == r.nc)
+      throw std::runtime_error(cfg.model + ": not a YOLO11 detection graph this project builds: " + report.str());
+    if (report.complete()) spdlog::info("model={}: {}", cfg.model, report.str());
+    else spdlog::warn("model={}: {}", cfg.model, report.str());
+  }
   if (cfg.pretrained != "true" && cfg.pretrained != "false" && !cfg.pretrained.empty())
     spdlog::info("{}", model::load_weights(*r.net, cfg.pretrained).str());
   else if (cfg.pretrained == "true")

@@ -21,6 +21,7 @@
 #include "yolo11/engine/inference.h"
 #include "yolo11/engine/interrupt.h"
 #include "yolo11/engine/run.h"
+#include "yolo11/io/pt_checkpoint.h"
 #include "yolo11/model/weights.h"
 
 namespace yolo11::engine {
@@ -32,6 +33,11 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 config::TrainConfig prepare_resume(const config::TrainConfig& cfg, const std::vector<std::string>& overrides) {
   if (cfg.resume == "false") return cfg;
+  if (io::is_pt_path(cfg.resume))
+    throw std::runtime_error("resume=" + cfg.resume + ": resume continues one of this project's runs "
+                             "(resume=runs/train/NAME or its weights/last.safetensors), not an Ultralytics .pt; start "
+                             "from the checkpoint with model=" + cfg.resume + " (its architecture and weights) or "
+                             "pretrained=" + cfg.resume);
   fs::path run;
   if (cfg.resume == "true") {
     const fs::path project = cfg.project.empty() ? fs::path("runs/train") : fs::path(cfg.project);

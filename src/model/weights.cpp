@@ -8,6 +8,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "yolo11/io/pt_checkpoint.h"
 #include "yolo11/io/safetensors.h"
 
 namespace yolo11::model {
@@ -169,9 +170,11 @@ TransferReport transfer_weights(torch::nn::Module& m, const std::vector<std::pai
 TransferReport load_weights(torch::nn::Module& m, const std::string& path) {
   if (!std::filesystem::exists(path))
     throw std::runtime_error("weights file not found: " + path + " (give a .safetensors file written by "
-                             "yolo11-train or tools/export_ultralytics_weights.py)");
-  const auto file = io::load_safetensors(path);  // throws naming the file for truncated / corrupt input
-  auto r = transfer_weights(m, file.tensors, path);
+                             "yolo11-train or tools/export_ultralytics_weights.py, or an Ultralytics .pt)");
+  // Both readers throw naming the file for truncated / corrupt input.
+  const auto tensors =
+      io::is_pt_path(path) ? io::read_pt_checkpoint(path).state_dict : io::load_safetensors(path).tensors;
+  auto r = transfer_weights(m, tensors, path);
   if (r.complete())
     spdlog::info("{}", r.str());
   else

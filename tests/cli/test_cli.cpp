@@ -43,6 +43,10 @@ TEST(Cli, KeyValueArgumentsBecomeEachModesOptions) {
             (V{"epochs=3", "cfg=a.yaml", "--cfg", "b.yaml"}));
   EXPECT_EQ(translate_args("val", {"model=best.safetensors", "data=d.yaml", "imgsz=64"}),
             (V{"--weights", "best.safetensors", "--data", "d.yaml", "imgsz=64"}));
+  EXPECT_EQ(translate_args("val", {"model=best.pt", "data=d.yaml"}),  // an Ultralytics checkpoint, as `yolo val`
+            (V{"--weights", "best.pt", "--data", "d.yaml"}));
+  EXPECT_EQ(translate_args("predict", {"model=yolo11n.pt", "source=img"}),
+            (V{"--weights", "yolo11n.pt", "--source", "img"}));
   EXPECT_EQ(translate_args("val", {"model=yolo11s.yaml", "weights=w.safetensors"}),
             (V{"model=yolo11s.yaml", "--weights", "w.safetensors"}));  // a model YAML stays the architecture key
   EXPECT_EQ(translate_args("predict", {"weights=w.safetensors", "source=img", "conf=0.5"}),

@@ -20,7 +20,10 @@ struct LoadedDetector {
 /// Builds YOLO11 from `model_yaml` with the scale and nc the weights imply (metadata "model_scale"/"nc" when
 /// present, else inferred from tensor shapes: width of model.0 and entry count give the scale, the class
 /// branch's last conv gives nc) and loads them (every entry must transfer). Throws std::runtime_error naming
-/// the file when it is unreadable or matches no YOLO11 scale.
+/// the file when it is unreadable or matches no YOLO11 scale. A `.pt` / `.pth` path is read as an Ultralytics
+/// checkpoint (io::read_pt_checkpoint): scale, nc, names and the SPPF form come from its model record; a safetensors
+/// file's metadata "sppf_act": "false" (a run trained from such a .pt, engine/checkpoint.h) builds SPPF.cv1 without
+/// activation.
 LoadedDetector load_detector(const std::string& weights, const std::string& model_yaml = "configs/models/yolo11.yaml");
 
 /// The network input of a batch of images (Ultralytics preprocess: `img.to(device).float() / 255`): uint8

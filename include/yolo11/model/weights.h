@@ -43,8 +43,9 @@ struct TransferReport {
 TransferReport transfer_weights(torch::nn::Module& m, const std::vector<std::pair<std::string, at::Tensor>>& src,
                                 const std::string& source = "tensors");
 
-/// Loads a safetensors file into `m` via transfer_weights and logs the report (info when complete, warn
-/// otherwise). Throws std::runtime_error naming the file when it is missing, truncated or corrupt.
+/// Loads a safetensors file, or an Ultralytics .pt / .pth checkpoint (its state_dict, io::read_pt_checkpoint), into
+/// `m` via transfer_weights and logs the report (info when complete, warn otherwise). Throws std::runtime_error naming
+/// the file when it is missing, truncated or corrupt.
 TransferReport load_weights(torch::nn::Module& m, const std::string& path);
 
 /// Saves the module's state_dict to `path` (safetensors, atomic): floating-point entries as F32, integer
