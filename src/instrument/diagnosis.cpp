@@ -112,7 +112,7 @@ std::string optimizer_advice(const Diagnosis& d, const WindowSummary& w, const A
 
 Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const DiagnosisThresholds& t) {
   Diagnosis d;
-  if (w.steps <= 0) {  // e.g. a run whose steps all fell in the warm-up: zeros would read as "balanced"
+  if (w.steps <= 0 && w.step.total <= 0) {  // e.g. every step fell in the warm-up: zeros would read "balanced"
     d.bottleneck = Bottleneck::none;
     d.reason = "no step was measured outside the instrument warm-up (instrument_warmup)";
     d.advice = "run more steps (or lower instrument_warmup) for a verdict; yolo11 analyze RUN shows the warm-up steps";
