@@ -66,6 +66,7 @@ void report_loader(Run& r) {
   if (!r.main_rank || rep.batches == 0) return;
   const std::string io = mb_s >= 0 ? fmt::format("disk read {:.1f} MB/s", mb_s) : "disk read n/a";
   std::string text = rep.table() + "; " + io;
+  if (!r.prof->enabled()) return;  // instrument=off: no per-part loader table either (issue 33 item 14)
   spdlog::info("{}", text);
   std::vector<instrument::LoaderPartRow> rows;
   for (const auto& p : rep.parts) rows.push_back({p.name, p.count, p.total_s, p.p50_ms / 1e3, p.p95_ms / 1e3, p.share});

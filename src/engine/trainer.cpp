@@ -324,7 +324,9 @@ void Trainer::validate_and_save() {
     // Plots (batch mosaics, confusion matrices, curves) at the last validation only, as the reference: the final
     // epoch or one that early stopping may end.
     const bool possible_stop = cfg_.patience > 0 && r.patience_left <= 1;
-    vr = r.validator->run(val_net, &*r.criterion, r.device, cfg_.plots && (final_epoch || possible_stop));
+    // The per-class rows likewise: the reference prints them only in its final evaluation.
+    const bool last_val = final_epoch || possible_stop;
+    vr = r.validator->run(val_net, &*r.criterion, r.device, cfg_.plots && last_val, cfg_.verbose && last_val);
     r.ep.t_val = seconds_since(tv);
     r.fire(Event::on_val_end, [&](TrainContext& c) { c.val = &vr; });
   }

@@ -25,7 +25,7 @@ Validator::Validator(std::shared_ptr<data::Loader> loader, std::vector<std::stri
     : loader_(std::move(loader)), names_(std::move(names)), opt_(std::move(opt)) {}
 
 ValResult Validator::run(model::YOLO& model, const loss::DetectionLoss* criterion, const torch::Device& device,
-                         std::optional<bool> plots_override) {
+                         std::optional<bool> plots_override, std::optional<bool> verbose_override) {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
@@ -125,7 +125,7 @@ ValResult Validator::run(model::YOLO& model, const loss::DetectionLoss* criterio
   }
   r.metrics = dm.compute();
   r.table = dm.table(r.metrics);
-  if (opt_.verbose) {
+  if (verbose_override.value_or(opt_.verbose)) {
     spdlog::info("{}", r.table);
   } else {  // the header and the "all" row only
     size_t end = r.table.find('\n');

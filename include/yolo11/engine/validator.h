@@ -65,10 +65,11 @@ class Validator {
  public:
   Validator(std::shared_ptr<data::Loader> loader, std::vector<std::string> names, ValidatorOptions opt);
   /// Evaluates `model` (switched to eval mode and back) on `device`. With `criterion`, also the val losses
-  /// (computed on the un-augmented pass). `plots` overrides ValidatorOptions::plots for this run (the trainer plots
-  /// at its last validation only, as the reference). Throws what the loader, the model and file writing throw.
+  /// (computed on the un-augmented pass). `plots` and `verbose` override ValidatorOptions::plots / verbose for this
+  /// run (the trainer plots and prints the per-class rows at its last validation only, as the reference). Throws
+  /// what the loader, the model and file writing throw.
   ValResult run(model::YOLO& model, const loss::DetectionLoss* criterion, const torch::Device& device,
-                std::optional<bool> plots = std::nullopt);
+                std::optional<bool> plots = std::nullopt, std::optional<bool> verbose = std::nullopt);
 
   const ValidatorOptions& options() const { return opt_; }
 
