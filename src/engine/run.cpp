@@ -250,6 +250,21 @@ void setup_instrumentation(Run& r) {
   }
 }
 
+/// A fresh start that failed before training (bad device, model, dataset, port in use) removes the run dir it made,
+/// so that the next start keeps the name instead of becoming train2, train3: only when the dir holds nothing but
+/// args.yaml, train.log, labels.jpg and empty folders.
+void remove_unused_run_dir(const Run& r) {
+  if (!r.main_rank || r.resuming || r.run_dir.empty()) return;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(r.run_dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!it->is_directory() && name != "args.yaml" && name != "train.log" && name != "labels.jpg") return;
+  }
+  fs::remove_all(r.run_dir, ec);
+  if (!ec) spdlog::info("removed {}: the run stopped before it trained", r.run_dir);
+}
+
 }  // namespace
 
 NamedTensors resume(Run& r) {
@@ -285,15 +300,20 @@ std::unique_ptr<Run> build_run(config::TrainConfig& cfg, const Callbacks& callba
   auto run = std::make_unique<Run>(cfg);
   Run& r = *run;
   r.hooks = std::move(hooks);
-  setup_environment(r, callbacks);
-  if (const std::string line = resolve_batch(cfg, r.device); !line.empty()) spdlog::warn("{}", line);  // batch=-1
-  setup_data(r);
-  setup_model(r);
-  setup_optimization(r);
-  r.results = ResultsCsv(r.run_dir + "/results.csv");
-  const NamedTensors resumed_scaler = r.resuming ? resume(r) : NamedTensors{};
-  setup_amp(r, resumed_scaler);
-  setup_instrumentation(r);
+  try {
+    setup_environment(r, callbacks);
+    if (const std::string line = resolve_batch(cfg, r.device); !line.empty()) spdlog::warn("{}", line);  // batch=-1
+    setup_data(r);
+    setup_model(r);
+    setup_optimization(r);
+    r.results = ResultsCsv(r.run_dir + "/results.csv");
+    const NamedTensors resumed_scaler = r.resuming ? resume(r) : NamedTensors{};
+    setup_amp(r, resumed_scaler);
+    setup_instrumentation(r);
+  } catch (...) {
+    remove_unused_run_dir(r);
+    throw;
+  }
   if (r.pg->active() && cfg.ddp_overlap) {  // after resume: the hooks live on the final parameter tensors
     r.reducer = std::make_unique<dist::GradReducer>(*r.pg, r.net->parameters(),
                                                     static_cast<int64_t>(cfg.bucket_cap_mb * 1024 * 1024));

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -165,4 +166,24 @@ TEST(Cli, MistypedModeAndMissingKeysAnswerInTheKeyValueSpelling) {
   fs::remove(log);
   EXPECT_EQ(yolo11::test::run(front_end(), {"predict", "weights=w.safetensors"}, log), 2);
   EXPECT_NE(read_text(log).find("yolo11 predict: source= is required"), std::string::npos) << read_text(log);
+}
+
+TEST(Cli, AStartThatFailsBeforeTrainingLeavesNoRunDirBehind) {
+  const std::string dir = yolo11::test::scratch_dir("cli_early_failure");
+  const std::string datasets = fs::path(yolo11::test::dataset_dir("coco8")).parent_path().string();
+  const std::string log = dir + "/out.log";
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"model=nosuch.yaml"},
+                                               std::vector<std::string>{"device=7"}}) {
+    std::vector<std::string> args = {"train", "data=coco8.yaml", "datasets_dir=" + datasets, "epochs=1", "imgsz=64",
+                                     "project=" + dir, "name=run"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    EXPECT_NE(yolo11::test::run(front_end(), args, log), 0) << bad[0];
+    EXPECT_FALSE(fs::exists(dir + "/run")) << bad[0] << "\n" << read_text(log);
+  }
+  // a dir that already held a run's files is kept (exist_ok=true onto a trained run)
+  fs::create_directories(dir + "/kept/weights");
+  std::ofstream(dir + "/kept/results.csv") << "epoch\n";
+  EXPECT_NE(yolo11::test::run(front_end(), {"train", "data=coco8.yaml", "datasets_dir=" + datasets, "model=nosuch.yaml",
+                                            "project=" + dir, "name=kept", "exist_ok=true"}, log), 0);
+  EXPECT_TRUE(fs::exists(dir + "/kept/results.csv"));
 }
