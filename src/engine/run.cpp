@@ -168,7 +168,7 @@ void setup_model(Run& r) {
     else spdlog::warn("model={}: {}", cfg.model, report.str());
   }
   if (cfg.pretrained != "true" && cfg.pretrained != "false" && !cfg.pretrained.empty())
-    spdlog::info("{}", model::load_weights(*r.net, cfg.pretrained).str());
+    model::load_weights(*r.net, cfg.pretrained);  // logs its transfer report (once)
   else if (cfg.pretrained == "true")
     spdlog::info("pretrained=true: no weights file given (pretrained=path.safetensors loads one); training from scratch");
   spdlog::info("{}", r.net->summary(cfg.imgsz));

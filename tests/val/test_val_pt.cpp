@@ -85,6 +85,8 @@ TEST(ValPt, TrainFromACheckpointTransfersEveryTensorAndResumeIsRefused) {
   pre.push_back("exist_ok=true");
   ASSERT_EQ(run_cli(pre, dir + "/pretrained.log", log), 0) << log;
   EXPECT_NE(log.find("Transferred 448/499 items"), std::string::npos) << log;
+  EXPECT_EQ(log.find("Transferred 448/499 items", log.find("Transferred 448/499 items") + 1), std::string::npos)
+      << "the transfer report is printed once (issue 33 item 16)\n" << log;
   EXPECT_NE(log.find("class count differs (3 in the source, 80 here)"), std::string::npos) << log;
 
   args.push_back("resume=" + pt_fixture("yolo11n_coco128_e2.pt"));
