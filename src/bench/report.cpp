@@ -216,7 +216,8 @@ std::string format_sweep_md(const SweepOptions& o, const std::vector<PointResult
                      r.img_s, r.img_s_lo, r.img_s_hi, r.step_ms_p50, r.step_ms_p95, 100 * r.data_wait,
                      sh({"forward", "loss", "backward"}), sh({"optimizer", "ema"}), na(r.cpu_percent, "{:.0f}"),
                      na(r.rss_mb, "{:.0f}"), na(r.gpu_util, "{:.0f} %"), na(r.gpu_mem_mb, "{:.0f}"),
-                     na(r.mfu, "{:.3f}"), na(r.whatif_no_data_ms, "{:.0f}"));
+                     na(r.mfu < 0 ? -1.0 : 100 * r.mfu, "{:.1f} %"), na(r.whatif_no_data_ms, "{:.0f}"));  // MFU in %
+
   }
   s << "\n## Recommendation\n\n";
   if (rec.found) {

@@ -345,3 +345,13 @@ TEST(VerifyAdvice, WritesTheVerdictTheDiagnosisLineQuotes) {
   EXPECT_EQ(yolo11::instrument::with_advice_check("balanced", run.string()),
             "balanced; advice batch=32 rejected: within noise (+0 % img/s [+0, +0])");
 }
+
+TEST(Sweep, MarkdownGivesMfuAsAPercentLikeTheConsole) {
+  PointResult r;
+  r.status = Status::ok;
+  r.mfu = 0.289;
+  const std::string md = format_sweep_md(SweepOptions{}, {r}, Recommendation{}, "");
+  EXPECT_NE(md.find("| 28.9 % |"), std::string::npos) << md;
+  r.mfu = -1;
+  EXPECT_NE(format_sweep_md(SweepOptions{}, {r}, Recommendation{}, "").find("| n/a |"), std::string::npos);
+}
