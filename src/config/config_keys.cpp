@@ -89,6 +89,27 @@ YAML::Node float_node(double x) {
   return YAML::Node(t);
 }
 
+/// The non-negative integers of a list value ([0, 2]) or of one scalar (2); `expect` ends the error for a bad element.
+std::vector<int64_t> index_list(const std::string& key, const std::string& where, const Raw& v,
+                                const std::string& expect) {
+  std::vector<int64_t> out;
+  for (const auto& s : v.is_list ? v.list : std::vector<std::string>{v.text}) {
+    auto i = parse_int(trim(s));
+    if (!i || *i < 0) bad_value(key, where, v, "has a bad element '" + s + "'; " + expect);
+    out.push_back(*i);
+  }
+  return out;
+}
+
+/// A list of integers as a flow sequence ([0, 2]); null when empty.
+YAML::Node index_list_node(const std::vector<int64_t>& v) {
+  if (v.empty()) return YAML::Node(YAML::NodeType::Null);
+  YAML::Node n(YAML::NodeType::Sequence);
+  for (auto i : v) n.push_back(i);
+  n.SetStyle(YAML::EmitterStyle::Flow);
+  return n;
+}
+
 KeyDef bool_key(const std::string& name, bool TrainConfig::*m) {
   return {name,
           [name, m](TrainConfig& c, const Raw& v, const std::string& where) {
@@ -348,19 +369,9 @@ const std::vector<KeyDef>& key_table() {
                      for (int64_t i = 0; i < *n; ++i) c.freeze.push_back(i);
                      return;
                    }
-                   for (const auto& s : v.list) {
-                     auto i = parse_int(trim(s));
-                     if (!i || *i < 0) bad_value("freeze", where, v, "has a bad element '" + s + "'; " + expect);
-                     c.freeze.push_back(*i);
-                   }
+                   c.freeze = index_list("freeze", where, v, expect);
                  },
-                 [](const C& c) {
-                   if (c.freeze.empty()) return YAML::Node(YAML::NodeType::Null);
-                   YAML::Node n(YAML::NodeType::Sequence);
-                   for (auto i : c.freeze) n.push_back(i);
-                   n.SetStyle(YAML::EmitterStyle::Flow);
-                   return n;
-                 }});
+                 [](const C& c) { return index_list_node(c.freeze); }});
     t.push_back({"multi_scale",
                  [](C& c, const Raw& v, const std::string& where) {
                    need_scalar("multi_scale", where, v, "a number in [0, 1)");
@@ -387,20 +398,9 @@ const std::vector<KeyDef>& key_table() {
                    c.classes.clear();
                    if (v.is_null) return;
                    const std::string expect = "expected null, a class id >= 0 or a list of class ids, e.g. [0, 2]";
-                   const std::vector<std::string> items = v.is_list ? v.list : std::vector<std::string>{v.text};
-                   for (const auto& s : items) {
-                     auto i = parse_int(trim(s));
-                     if (!i || *i < 0) bad_value("classes", where, v, "has a bad element '" + s + "'; " + expect);
-                     c.classes.push_back(*i);
-                   }
+                   c.classes = index_list("classes", where, v, expect);
                  },
-                 [](const C& c) {
-                   if (c.classes.empty()) return YAML::Node(YAML::NodeType::Null);
-                   YAML::Node n(YAML::NodeType::Sequence);
-                   for (auto i : c.classes) n.push_back(i);
-                   n.SetStyle(YAML::EmitterStyle::Flow);
-                   return n;
-                 }});
+                 [](const C& c) { return index_list_node(c.classes); }});
     t.push_back(str_key("source", &C::source));
     t.push_back(int_key("vid_stride", &C::vid_stride, 1, 1e6));
     t.push_back(bool_key("save_txt", &C::save_txt));

@@ -121,7 +121,6 @@ at::Tensor predict_augment(model::YOLO& model, const at::Tensor& x, const std::v
       xi = xi.contiguous(x.suggest_memory_format());
     }
     at::Tensor yi = (k == 0 && feats != nullptr) ? model->decode(*feats) : model->decode(model->forward_feats(xi));
-    yi = yi.clone();
     auto box = yi.slice(1, 0, 4);
     box.div_(s);
     if (flip_lr[k]) {

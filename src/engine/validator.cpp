@@ -66,9 +66,7 @@ ValResult Validator::run(model::YOLO& model, const loss::DetectionLoss* criterio
 
     if (criterion != nullptr) {
       t0 = Clock::now();
-      std::vector<torch::Tensor> ffeats;
-      for (const auto& f : feats) ffeats.push_back(f.to(torch::kFloat));
-      loss_sum += (*criterion)(ffeats, bidx, bcls, bxywh).items.to(torch::kCPU, torch::kDouble);
+      loss_sum += (*criterion)(feats, bidx, bcls, bxywh).items.to(torch::kCPU, torch::kDouble);  // casts to float
       r.ms_loss += ms_since(t0);
     }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "golden.h"
+#include "golden_val.h"
 #include "process.h"
 #include "yolo11/config/train_config.h"
 #include "yolo11/data/dataset_info.h"
@@ -24,30 +25,6 @@
 namespace {
 using namespace yolo11;
 namespace fs = std::filesystem;
-
-/// Validates the golden weights as `yolo11 val` does (standalone shapes, fused, channels_last) with `extra` overrides.
-engine::ValResult validate_golden(const std::vector<std::string>& extra, engine::ValidatorOptions vo = {}) {
-  const std::string src = YOLO11_TEST_SOURCE_DIR;
-  std::vector<std::string> ov = {"data=" + src + "/configs/datasets/shapes3.yaml",
-                                 "datasets_dir=" + fs::path(test::dataset_dir("shapes3")).parent_path().string(),
-                                 "imgsz=256", "batch=16", "workers=0", "mode=val", "rect=false"};
-  ov.insert(ov.end(), extra.begin(), extra.end());
-  const auto cfg = config::TrainConfig::load("", ov);
-  auto det = engine::load_detector(test::golden_path("val_shapes3/weights.safetensors"),
-                                   src + "/configs/models/yolo11.yaml");
-  const auto info = data::load_dataset_yaml(cfg.data, cfg.datasets_dir);
-  auto loader = engine::make_val_loader(info, info.val, cfg, cfg.batch, "val", engine::ValShapes::standalone);
-  vo.conf = 0.001;
-  vo.iou = 0.7;
-  vo.max_det = 300;
-  vo.plots = false;
-  vo.verbose = false;
-  vo.keep_images = true;
-  engine::Validator v(loader, info.names, vo);
-  det.model->fuse();
-  model::to_channels_last(*det.model);
-  return v.run(det.model, nullptr, torch::kCPU);
-}
 
 nlohmann::json reference() {
   return nlohmann::json::parse(test::read_text(test::golden_path("val_shapes3/reference_val.json")));
@@ -67,7 +44,7 @@ torch::Tensor tensor1d(const nlohmann::json& xs) {
 }
 
 TEST(ValGolden, EveryImageSeesTheReferencesInputTargetsAndPredictions) {
-  const auto r = validate_golden({});
+  const auto r = test::validate_golden_weights({});
   const auto ref = reference();
   ASSERT_EQ(r.per_image.size(), ref["images"].size());
   std::map<std::string, const engine::ValImage*> ours;
@@ -106,7 +83,7 @@ TEST(ValGolden, EveryImageSeesTheReferencesInputTargetsAndPredictions) {
 }
 
 TEST(ValGolden, MetricsEqualTheReferenceValidatorsTo1e4) {
-  const auto r = validate_golden({});
+  const auto r = test::validate_golden_weights({});
   const auto ref = reference();
   const auto& m = ref["metrics"];
   EXPECT_NEAR(r.metrics.precision, m["precision"].get<double>(), 1e-4);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "golden.h"
+#include "golden_val.h"
 #include "process.h"
 #include "yolo11/config/train_config.h"
 #include "yolo11/data/dataset_info.h"
@@ -199,28 +200,12 @@ TEST(ValKeys, SplitHalfVerboseAndPlots) {
   EXPECT_EQ(all_row(log), half);  // the CPU ignores half=true, as the reference
 }
 
-/// The validator of `yolo11 val` on the golden weights with `extra` overrides, in process (per-image records).
+/// test::validate_golden_weights with the agnostic_nms / augment switches.
 engine::ValResult validate(const std::vector<std::string>& extra, bool agnostic = false, bool augment = false) {
-  const std::string src = YOLO11_TEST_SOURCE_DIR;
-  std::vector<std::string> ov = {"data=" + src + "/configs/datasets/shapes3.yaml",
-                                 "datasets_dir=" + fs::path(test::dataset_dir("shapes3")).parent_path().string(),
-                                 "imgsz=256", "workers=0"};
-  ov.insert(ov.end(), extra.begin(), extra.end());
-  const auto cfg = config::TrainConfig::load("", ov);
-  auto det = engine::load_detector(test::golden_path("val_shapes3/weights.safetensors"),
-                                   src + "/configs/models/yolo11.yaml");
-  const auto info = data::load_dataset_yaml(cfg.data, cfg.datasets_dir);
-  auto loader = engine::make_val_loader(info, info.val, cfg, 16, "val", engine::ValShapes::standalone);
   engine::ValidatorOptions vo;
-  vo.plots = false;
-  vo.verbose = false;
-  vo.keep_images = true;
   vo.agnostic_nms = agnostic;
   vo.augment = augment;
-  engine::Validator v(loader, info.names, vo);
-  det.model->fuse();
-  model::to_channels_last(*det.model);
-  return v.run(det.model, nullptr, torch::kCPU);
+  return test::validate_golden_weights(extra, vo);
 }
 
 double max_cross_class_iou(const at::Tensor& pred) {
