@@ -89,9 +89,14 @@ std::string compute_advice(const Diagnosis& d, const AdviceContext& c, const Dia
                                   100.0 * (1.0 - static_cast<double>(smaller * smaller) /
                                                      static_cast<double>(c.imgsz * c.imgsz))));
   if (!gpu) {
-    changes.push_back(c.cuda_built ? "a CUDA device (device=0)"
-                                   : "a CUDA device (this build has no CUDA: build against a CUDA LibTorch, "
-                                     "docs/gpu.md, then device=0)");
+    if (!c.cuda_built) {
+      changes.push_back("a CUDA device (this build has no CUDA: build against a CUDA LibTorch, docs/gpu.md, then "
+                        "device=0)");
+    } else if (c.cuda_devices == 0) {
+      changes.push_back("a machine with a CUDA GPU (this build has CUDA, but no GPU is visible here; there: device=0)");
+    } else {
+      changes.push_back("a CUDA device (device=0)");
+    }
     return fmt::format("device={} at batch={} is compute-limited → try ", c.device, c.batch) + join(changes, ", ");
   }
   changes.push_back(fmt::format("keep batch={} (larger batches do not raise img/s on a busy GPU)", c.batch));

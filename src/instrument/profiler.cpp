@@ -308,6 +308,7 @@ Profiler::Profiler(ProfilerOptions opts) : impl_(std::make_unique<Impl>()) {
   if (o.cores <= 0) o.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   m.ctx = AdviceContext{o.workers, o.batch, o.imgsz, o.cache, o.amp, o.cores, o.device, o.sync, o.threads};
   m.ctx.cuda_built = compat::built_with_cuda();
+  m.ctx.cuda_devices = m.ctx.cuda_built ? compat::cuda_device_count() : 0;
   m.cuda_timing = o.cuda && !o.sync && compat::cuda_available();
   if (o.cuda && !compat::cuda_available()) {
     spdlog::warn("instrument: cuda=true but this build/device has no CUDA; timing with wall clock");

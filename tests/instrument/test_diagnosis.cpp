@@ -116,6 +116,19 @@ TEST(Diagnosis, ComputeBoundOnACpuOnlyBuildDoesNotAdviseDeviceZeroAlone) {
   EXPECT_NE(d.advice.find("this build has no CUDA: build against a CUDA LibTorch"), std::string::npos) << d.advice;
 }
 
+// A CUDA build on a machine without a visible GPU (this CI machine) is not told device=0 either: it would stop with
+// "none is visible to this process".
+TEST(Diagnosis, ComputeBoundWithoutAVisibleGpuNamesAMachineWithOne) {
+  const auto w = window({{"forward", 0.35}, {"loss", 0.05}, {"backward", 0.5}}, -1);
+  auto c = ctx(2, 2, "False", false, "cpu");
+  c.cuda_devices = 0;
+  const Diagnosis d = diagnose(w, c);
+  EXPECT_EQ(d.advice.find("a CUDA device (device=0)"), std::string::npos) << d.advice;
+  EXPECT_NE(d.advice.find("no GPU is visible here"), std::string::npos) << d.advice;
+  c.cuda_devices = 1;
+  EXPECT_NE(diagnose(w, c).advice.find("a CUDA device (device=0)"), std::string::npos);
+}
+
 TEST(Diagnosis, NoSmallerImgszIsAdvisedBelow320) {
   const auto w = window({{"forward", 0.35}, {"loss", 0.05}, {"backward", 0.5}}, -1);
   auto c = ctx(2, 2, "False", false, "cpu");

@@ -39,6 +39,9 @@ struct AdviceContext {
   /// The trainer's build has CUDA (compat::built_with_cuda): the CPU advice then says device=0, else how to get a
   /// CUDA build (device=0 would stop with "no CUDA"). Analyses of finished runs keep the default.
   bool cuda_built = true;
+  /// CUDA devices this process sees (compat::cuda_device_count); −1 = unknown (analyses of finished runs). With a
+  /// CUDA build and 0 devices the advice names a machine with a GPU instead of device=0, which would stop here.
+  int cuda_devices = -1;
 };
 
 struct Diagnosis {
