@@ -38,7 +38,8 @@ void print_help(const Mode* only) {
     std::printf("\nExamples:\n"
                 "  yolo11 train data=configs/datasets/coco8.yaml model=yolo11n.yaml epochs=3 imgsz=320\n"
                 "  yolo11 val weights=runs/train/train/weights/best.safetensors data=configs/datasets/coco8.yaml\n"
-                "  yolo11 predict weights=best.safetensors source=datasets/coco8/images/val conf=0.25\n"
+                "  yolo11 predict weights=runs/train/train/weights/best.safetensors "
+                "source=datasets/coco8/images/val conf=0.25\n"
                 "  yolo11 analyze runs/train/train\n"
                 "  yolo11 synth out=datasets/synth train=64 val=16\n"
                 "  yolo11 sweep cfg=configs/coco128.yaml batch=8,16 workers=0,2 imgsz=320 steps=30 warmup=10\n\nKeys:\n");
