@@ -176,23 +176,34 @@ struct CategoryTicks {
   bool vertical = false;
   int stride = 1;
   int height = 0;  // pixels below the tick marks
+  double fs = 0.5;
 };
 
 CategoryTicks category_ticks(const std::vector<std::string>& names, double fs, double spacing) {
   CategoryTicks t;
-  int widest = 0, base = 0;
-  for (const auto& n : names) {
-    t.labels.push_back(abbreviate(n, kMaxCategoryChars));
-    widest = std::max(widest, data::text_size(t.labels.back(), fs, 1, &base).width);
-  }
-  const int th = text_height(fs);
-  if (widest + 6 <= spacing) {
-    t.height = th;
+  for (const auto& n : names) t.labels.push_back(abbreviate(n, kMaxCategoryChars));
+  auto widest = [&](double f) {
+    int w = 0;
+    for (const auto& l : t.labels) w = std::max(w, data::text_size(l, f, 1).width);
+    return w;
+  };
+  t.fs = fs;
+  if (widest(fs) + 6 <= spacing) {
+    t.height = text_height(fs);
     return t;
   }
+  // Rotated; a smaller font (down to 0.3) before labelling only every k-th category.
   t.vertical = true;
-  t.height = widest + 4;
-  const int across = th + base + 4;  // a rotated label's width
+  int across = 0;
+  for (; t.fs > 0.3; t.fs -= 0.05) {
+    int base = 0;
+    across = data::text_size("Ag", t.fs, 1, &base).height + base + 4;  // a rotated label's width
+    if (across <= spacing) break;
+  }
+  t.fs = std::max(t.fs, 0.3);
+  int base = 0;
+  across = data::text_size("Ag", t.fs, 1, &base).height + base + 4;
+  t.height = widest(t.fs) + 4;
   t.stride = std::max(1, static_cast<int>(std::ceil(across / std::max(1.0, spacing))));
   return t;
 }
@@ -291,15 +302,12 @@ Axes draw_chart(cv::Mat& img, const cv::Rect& cell, const std::vector<Series>& s
   for (size_t i = 0; cats && i < ct.labels.size(); i += static_cast<size_t>(ct.stride)) {
     const int x = m.px(static_cast<double>(i)), y = m.area.br().y - 1;
     cv::line(c, {x, y}, {x, y + kTickLen}, kBlack, 1);
-    const auto sz = data::text_size(ct.labels[i], fs, 1);
-    if (!ct.vertical) {
-      data::put_text(c, ct.labels[i], {x - sz.width / 2, y + kTickLen + 6 + sz.height}, fs, kBlack, 1);
-    } else {  // reads bottom to top, its end at the tick
-      int base = 0;
-      data::text_size(ct.labels[i], fs, 1, &base);
-      const int across = sz.height + base + 4;
-      put_text_vertical(c, ct.labels[i], {x - across / 2, y + kTickLen + 2}, fs, kBlack);
-    }
+    int base = 0;
+    const auto sz = data::text_size(ct.labels[i], ct.fs, 1, &base);
+    if (!ct.vertical)
+      data::put_text(c, ct.labels[i], {x - sz.width / 2, y + kTickLen + 6 + sz.height}, ct.fs, kBlack, 1);
+    else  // rotated (reads bottom to top), its end at the tick
+      put_text_vertical(c, ct.labels[i], {x - (sz.height + base + 4) / 2, y + kTickLen + 2}, ct.fs, kBlack);
   }
   for (size_t i = 0; i < yt.size(); ++i) {
     const int y = m.py(yt[i]);
