@@ -108,7 +108,13 @@ std::string tick_label(double v, double step) {
   char buf[64];
   step = std::abs(step);
   if (!std::isfinite(step) || step == 0 || step >= 1e6 || step < 1e-4) {
-    std::snprintf(buf, sizeof buf, "%g", v);
+    // as many significant digits as tell v from its neighbours k·step (4.158892, not 4.15889 six times)
+    const int digits = v == 0 || !std::isfinite(step) || step == 0
+                           ? 6
+                           : std::clamp(static_cast<int>(std::floor(std::log10(std::abs(v))) -
+                                                         std::floor(std::log10(step) + 1e-9)) + 1,
+                                        1, 15);
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   } else {
     const int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
     std::snprintf(buf, sizeof buf, "%.*f", decimals, v);

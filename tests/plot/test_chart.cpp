@@ -83,6 +83,8 @@ TEST(TickLabel, DecimalsFollowTheStep) {
   EXPECT_EQ(plot::tick_label(-1e-17, 0.5), "0.0");  // rounding to zero never prints "-0.0"
   EXPECT_EQ(plot::tick_label(-0.4, 0.2), "-0.4");
   EXPECT_EQ(plot::tick_label(3e7, 1e7), "3e+07");
+  EXPECT_EQ(plot::tick_label(4.158892, 2e-6), "4.158892");  // a flat loss: was "4.15889" at every tick
+  EXPECT_EQ(plot::tick_label(8e-7, 2e-7), "8e-07");
 }
 
 TEST(Colors, PaletteAndBlues) {

@@ -67,7 +67,8 @@ std::vector<double> nice_ticks(double lo, double hi, int max_ticks = 8, double m
 std::string abbreviate(const std::string& name, size_t max_chars);
 
 /// `v` printed with the decimals its tick `step` needs: (0.4, 0.2) → "0.4", (20, 20) → "20", (0, 0.2) → "0.0",
-/// never "-0". Very large or small magnitudes (|step| ≥ 1e6 or < 1e-4) use %g.
+/// never "-0". Very large or small steps (|step| ≥ 1e6 or < 1e-4) use %g with the significant digits that the step
+/// needs: (4.158892, 2e-6) → "4.158892", (8e-7, 2e-7) → "8e-07".
 std::string tick_label(double v, double step);
 
 /// Colour i (cycling) of matplotlib's default "tab10" cycle, BGR.
