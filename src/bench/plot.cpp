@@ -1,9 +1,9 @@
 // sweep.png (include/yolo11/bench/sweep.h): img/s against batch per imgsz (a line per workers value) and the stage
-// shares of every finished point as stacked bars. Plain OpenCV drawing, as the project's other plots.
+// shares of every finished point as stacked bars, drawn with the project's chart code (plot/chart.h).
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
-#include <map>
+#include <cmath>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <set>
@@ -12,129 +12,119 @@
 #include "yolo11/bench/sweep.h"
 #include "yolo11/instrument/profiler.h"
 #include "yolo11/io/file.h"
+#include "yolo11/plot/chart.h"
 
 namespace yolo11::bench {
 
 namespace {
 
-cv::Scalar palette(size_t i) {  // BGR, Ultralytics-like
-  static const cv::Scalar c[] = {{56, 56, 255},  {31, 112, 255}, {29, 178, 255}, {49, 210, 207}, {10, 249, 72},
-                                 {23, 204, 146}, {134, 219, 61}, {187, 212, 0},  {168, 153, 44}, {255, 194, 0},
-                                 {147, 69, 52},  {255, 115, 100}};
-  return c[i % (sizeof c / sizeof c[0])];
-}
-
-void text(cv::Mat& img, const std::string& s, int x, int y, double scale = 0.4, cv::Scalar col = {30, 30, 30}) {
-  cv::putText(img, s, {x, y}, cv::FONT_HERSHEY_SIMPLEX, scale, col, 1, cv::LINE_AA);
-}
-
-void draw_throughput_panel(cv::Mat& img, cv::Rect area, int64_t imgsz, const std::vector<PointResult>& rows,
-                           const std::vector<int64_t>& batches, const std::vector<int64_t>& workers, double ymax) {
-  cv::rectangle(img, area, {200, 200, 200});
-  const int l = area.x + 50, r = area.x + area.width - 15, t = area.y + 25, b = area.y + area.height - 35;
-  text(img, fmt::format("imgsz {}: img/s vs batch", imgsz), area.x + 10, area.y + 16, 0.45);
-  cv::line(img, {l, b}, {r, b}, {0, 0, 0});
-  cv::line(img, {l, b}, {l, t}, {0, 0, 0});
-  auto xpos = [&](int64_t batch) {
-    const auto it = std::find(batches.begin(), batches.end(), batch);
-    const double i = static_cast<double>(it - batches.begin());
-    return batches.size() < 2 ? (l + r) / 2 : static_cast<int>(l + 20 + i * (r - l - 40) / static_cast<double>(batches.size() - 1));
+void draw_throughput_panel(cv::Mat& img, cv::Rect cell, int64_t imgsz, const std::vector<PointResult>& rows,
+                           const std::vector<int64_t>& workers, double ymax) {
+  const double nan = std::nan("");
+  std::vector<plot::Series> series;
+  struct Failed {
+    double batch;
+    std::string what;
+    cv::Scalar color;
   };
-  auto ypos = [&](double v) { return static_cast<int>(b - (b - t) * std::clamp(v / ymax, 0.0, 1.0)); };
-  for (int k = 0; k <= 4; ++k) {
-    const double v = ymax * k / 4.0;
-    cv::line(img, {l - 3, ypos(v)}, {r, ypos(v)}, {230, 230, 230});
-    text(img, fmt::format("{:.1f}", v), area.x + 5, ypos(v) + 4, 0.35);
-  }
-  for (int64_t bt : batches) text(img, std::to_string(bt), xpos(bt) - 8, b + 15, 0.38);
-  text(img, "batch", (l + r) / 2 - 15, b + 30, 0.38);
+  std::vector<Failed> failed;
+  std::vector<double> all_batches;
   for (size_t wi = 0; wi < workers.size(); ++wi) {
-    const cv::Scalar col = palette(wi);
-    cv::Point prev(-1, -1);
-    for (int64_t bt : batches) {
-      const PointResult* p = nullptr;
-      for (const auto& x : rows)
-        if (x.point.imgsz == imgsz && x.point.workers == workers[wi] && x.point.batch == bt && !x.synthetic) p = &x;
-      if (p == nullptr) continue;
-      if (p->status != Status::ok) {  // failed: a cross on the axis with its status
-        const cv::Point c(xpos(bt), b - 4);
-        cv::line(img, c + cv::Point(-5, -5), c + cv::Point(5, 5), col, 2);
-        cv::line(img, c + cv::Point(-5, 5), c + cv::Point(5, -5), col, 2);
-        text(img, to_string(p->status), c.x - 12, c.y - 10, 0.33, col);
-        prev = {-1, -1};
+    const cv::Scalar col = plot::palette(wi);
+    plot::Series line{{}, {}, col, 2, fmt::format("workers {}", workers[wi]), 4};
+    plot::Series ci{{}, {}, col, 1, ""};  // 95 % intervals: vertical segments separated by gaps
+    std::vector<const PointResult*> pts;
+    for (const auto& x : rows)
+      if (x.point.imgsz == imgsz && x.point.workers == workers[wi] && !x.synthetic) pts.push_back(&x);
+    std::sort(pts.begin(), pts.end(), [](auto* a, auto* b) { return a->point.batch < b->point.batch; });
+    for (const auto* p : pts) {
+      const auto b = static_cast<double>(p->point.batch);
+      all_batches.push_back(b);
+      if (p->status != Status::ok) {  // failed: a cross on the axis with its status, and a break in the line
+        failed.push_back({b, to_string(p->status), col});
+        line.x.push_back(nan), line.y.push_back(nan);
         continue;
       }
-      const cv::Point c(xpos(bt), ypos(p->img_s));
-      cv::line(img, {c.x, ypos(p->img_s_lo)}, {c.x, ypos(p->img_s_hi)}, col, 1);  // 95 % interval
-      if (prev.x >= 0) cv::line(img, prev, c, col, 2, cv::LINE_AA);
-      cv::circle(img, c, 4, col, cv::FILLED, cv::LINE_AA);
-      prev = c;
+      line.x.push_back(b), line.y.push_back(p->img_s);
+      if (p->img_s_hi > 0)
+        ci.x.insert(ci.x.end(), {b, b, nan}), ci.y.insert(ci.y.end(), {p->img_s_lo, p->img_s_hi, nan});
     }
-    const int ly = t + 5 + 14 * static_cast<int>(wi);
-    cv::line(img, {r - 80, ly - 4}, {r - 62, ly - 4}, col, 2);
-    text(img, fmt::format("workers {}", workers[wi]), r - 58, ly, 0.35);
+    series.push_back(std::move(ci));
+    series.push_back(std::move(line));
+  }
+  plot::ChartOptions o;
+  o.title = fmt::format("imgsz {}: throughput", imgsz);
+  o.xlabel = "batch";
+  o.ylabel = "img/s";
+  o.integer_x = true;
+  o.grid = true;
+  o.font_scale = 0.4;
+  o.ylim = std::array<double, 2>{0.0, ymax};
+  if (!all_batches.empty()) {
+    const double lo = *std::min_element(all_batches.begin(), all_batches.end());
+    const double hi = *std::max_element(all_batches.begin(), all_batches.end());
+    const double pad = lo == hi ? 1.0 : (hi - lo) * 0.08;
+    o.xlim = std::array<double, 2>{std::max(0.0, lo - pad), hi + pad};
+  }
+  o.legend = plot::Legend::kInsideBest;
+  const plot::Axes ax = plot::draw_chart(img, cell, series, o);
+  for (const auto& f : failed) {
+    const cv::Point c = ax.to_px(f.batch, 0) + cv::Point(0, -6);
+    cv::line(img, c + cv::Point(-5, -5), c + cv::Point(5, 5), f.color, 2);
+    cv::line(img, c + cv::Point(-5, 5), c + cv::Point(5, -5), f.color, 2);
+    cv::putText(img, f.what, c + cv::Point(-12, -10), cv::FONT_HERSHEY_SIMPLEX, 0.35, f.color, 1, cv::LINE_AA);
   }
 }
 
 }  // namespace
 
 void plot_sweep(const std::string& path, const std::vector<PointResult>& rows) {
-  std::set<int64_t> sz, bs, ws;
+  std::set<int64_t> sz, ws;
   double ymax = 0;
   std::vector<const PointResult*> ok;
   for (const auto& r : rows) {
     if (r.synthetic) continue;
-    sz.insert(r.point.imgsz), bs.insert(r.point.batch), ws.insert(r.point.workers);
+    sz.insert(r.point.imgsz), ws.insert(r.point.workers);
     if (r.status == Status::ok) ymax = std::max(ymax, r.img_s_hi > 0 ? std::min(r.img_s_hi, 2 * r.img_s) : r.img_s), ok.push_back(&r);
   }
   if (ymax <= 0) ymax = 1;
   ymax *= 1.1;
-  const std::vector<int64_t> batches(bs.begin(), bs.end()), workers(ws.begin(), ws.end());
-  const int pw = 420, ph = 300, bar_w = 26;
+  const std::vector<int64_t> workers(ws.begin(), ws.end());
+  const int pw = 460, ph = 340;
   const int n_panels = std::max<int>(1, static_cast<int>(sz.size()));
-  const int bars_w = 80 + bar_w * static_cast<int>(ok.size()) + 120;
-  const int W = std::max(pw * n_panels, bars_w), H = ph + 330;
+  const int bars_w = 260 + 28 * static_cast<int>(ok.size()) + 160;
+  const int W = std::max(pw * n_panels, bars_w), H = ph + 420;
   cv::Mat img(H, W, CV_8UC3, cv::Scalar(255, 255, 255));
   int i = 0;
-  for (int64_t s : sz) draw_throughput_panel(img, {i++ * pw, 0, pw - 5, ph - 5}, s, rows, batches, workers, ymax);
-  // stacked stage shares, one bar per ok point
-  const int top = ph + 25, bottom = H - 95, left = 50;
-  text(img, "share of the step per stage (finished points)", left, top - 8, 0.45);
-  cv::line(img, {left, bottom}, {left + bar_w * static_cast<int>(ok.size()) + 10, bottom}, {0, 0, 0});
-  for (int k = 0; k <= 4; ++k) {
-    const int y = bottom - (bottom - top) * k / 4;
-    text(img, fmt::format("{}%", 25 * k), 8, y + 4, 0.35);
-  }
+  for (int64_t s : sz) draw_throughput_panel(img, {i++ * pw, 0, pw, ph}, s, rows, workers, ymax);
+  // Stacked stage shares (percent of the step), one bar per ok point, named by its id under it.
+  plot::ChartOptions o;
+  o.title = "share of the step per stage (finished points)";
+  o.ylabel = "% of step time";
+  o.font_scale = 0.4;
+  o.grid = true;
+  o.ylim = std::array<double, 2>{0.0, 100.0};
+  o.legend = plot::Legend::kOutsideRight;
+  for (const auto* p : ok) o.xcategories.push_back(p->point.id());
+  if (o.xcategories.empty()) o.xcategories.push_back("(none finished)");
+  std::vector<plot::Series> legend;  // legend entries only: a thick sample of each stage's colour
+  for (size_t si = 0; si < instrument::kStepStages.size(); ++si)
+    legend.push_back({{}, {}, plot::palette(si), 8, instrument::kStepStages[si]});
+  const plot::Axes ax = plot::draw_chart(img, {0, ph, std::min(W, bars_w), H - ph}, legend, o);
   for (size_t p = 0; p < ok.size(); ++p) {
-    const int x = left + 5 + bar_w * static_cast<int>(p);
     double acc = 0;
     size_t si = 0;
     for (const char* st : instrument::kStepStages) {
       const auto it = ok[p]->shares.find(st);
       const double v = it == ok[p]->shares.end() ? 0.0 : std::max(0.0, it->second);
-      const int y0 = bottom - static_cast<int>((bottom - top) * std::min(1.0, acc));
-      const int y1 = bottom - static_cast<int>((bottom - top) * std::min(1.0, acc + v));
-      if (y1 < y0) cv::rectangle(img, {x, y1}, {x + bar_w - 6, y0}, palette(si), cv::FILLED);
+      const double x = static_cast<double>(p);
+      const cv::Point a = ax.to_px(x - 0.35, 100 * std::min(1.0, acc + v)), b = ax.to_px(x + 0.35, 100 * std::min(1.0, acc));
+      if (a.y < b.y) cv::rectangle(img, a, b, plot::palette(si), cv::FILLED);
       acc += v;
       ++si;
     }
-    // vertical label: the point id
-    cv::Mat lab(14, 90, CV_8UC3, cv::Scalar(255, 255, 255));
-    cv::putText(lab, ok[p]->point.id(), {0, 10}, cv::FONT_HERSHEY_SIMPLEX, 0.3, {30, 30, 30}, 1, cv::LINE_AA);
-    cv::Mat rot;
-    cv::rotate(lab, rot, cv::ROTATE_90_COUNTERCLOCKWISE);
-    const cv::Rect dst(x + 2, bottom + 3, rot.cols, std::min(rot.rows, H - bottom - 3));
-    rot(cv::Rect(0, 0, dst.width, dst.height)).copyTo(img(dst));
   }
-  size_t si = 0;
-  for (const char* st : instrument::kStepStages) {
-    const int lx = left + bar_w * static_cast<int>(ok.size()) + 20, ly = top + 10 + 16 * static_cast<int>(si);
-    if (lx + 100 < W) {
-      cv::rectangle(img, {lx, ly - 9}, {lx + 10, ly + 1}, palette(si), cv::FILLED);
-      text(img, st, lx + 14, ly, 0.38);
-    }
-    ++si;
-  }
+  cv::rectangle(img, ax.area, cv::Scalar(0, 0, 0), 1);
   std::vector<uchar> buf;
   if (!cv::imencode(".png", img, buf)) throw std::runtime_error("cannot encode " + path + " as PNG");
   io::write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(buf.data()), buf.size()));

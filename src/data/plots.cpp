@@ -14,6 +14,7 @@
 #include "yolo11/data/dataset.h"
 #include "yolo11/data/text.h"
 #include "yolo11/io/file.h"
+#include "yolo11/plot/chart.h"
 
 namespace yolo11::data {
 
@@ -30,16 +31,12 @@ static std::string name_of(const std::vector<std::string>& names, int64_t c) {
   return display_name(c >= 0 && c < static_cast<int64_t>(names.size()) ? names[c] : std::string(), c);
 }
 
-static void draw_box(cv::Mat& img, float x1, float y1, float x2, float y2, const cv::Scalar& col,
+// A box and its caption, kept inside the box's mosaic tile (plot::draw_caption).
+static void draw_box(cv::Mat& img, const cv::Rect& tile, float x1, float y1, float x2, float y2, const cv::Scalar& col,
                      const std::string& label) {
-  cv::rectangle(img, cv::Point(static_cast<int>(x1), static_cast<int>(y1)),
-                cv::Point(static_cast<int>(x2), static_cast<int>(y2)), col, 1, cv::LINE_AA);
-  if (label.empty()) return;
-  int base = 0;
-  const cv::Size ts = text_size(label, 0.35, 1, &base);  // UTF-8 names through the TrueType font (text.h)
-  const int tx = static_cast<int>(x1), ty = std::max(static_cast<int>(y1), ts.height + 2);
-  cv::rectangle(img, cv::Point(tx, ty - ts.height - 2), cv::Point(tx + ts.width, ty), col, cv::FILLED);
-  put_text(img, label, cv::Point(tx, ty - 1), 0.35, cv::Scalar(255, 255, 255), 1);
+  const cv::Point p1(static_cast<int>(x1), static_cast<int>(y1)), p2(static_cast<int>(x2), static_cast<int>(y2));
+  cv::rectangle(img, p1, p2, col, 1, cv::LINE_AA);
+  plot::draw_caption(img, label, cv::Rect(p1, p2), tile, 0.35, col);
 }
 
 static void write_jpg(const std::string& path, const cv::Mat& img) {
@@ -69,7 +66,8 @@ void plot_images(const Batch& b, const std::vector<std::string>& names, const st
     // CHW RGB → HWC BGR
     auto hwc = imgs[k].flip({0}).permute({1, 2, 0}).contiguous();
     cv::Mat im(static_cast<int>(H), static_cast<int>(W), CV_8UC3, hwc.data_ptr<uint8_t>());
-    cv::Mat tile = canvas(cv::Rect(ox, oy, w, h));
+    const cv::Rect tile_rect(ox, oy, w, h);
+    cv::Mat tile = canvas(tile_rect);
     if (scale != 1.0) {
       cv::resize(im, tile, cv::Size(w, h), 0, 0, cv::INTER_AREA);
     } else {
@@ -91,7 +89,7 @@ void plot_images(const Batch& b, const std::vector<std::string>& names, const st
         const int64_t c = static_cast<int64_t>(r[5]);
         char conf[16];
         std::snprintf(conf, sizeof conf, " %.2f", r[4]);
-        draw_box(canvas, ox + r[0] * static_cast<float>(scale), oy + r[1] * static_cast<float>(scale),
+        draw_box(canvas, tile_rect, ox + r[0] * static_cast<float>(scale), oy + r[1] * static_cast<float>(scale),
                  ox + r[2] * static_cast<float>(scale), oy + r[3] * static_cast<float>(scale), color(c),
                  name_of(names, c) + conf);
       }
@@ -105,7 +103,7 @@ void plot_images(const Batch& b, const std::vector<std::string>& names, const st
         const float cx = r[0] * W, cy = r[1] * H, bw = r[2] * W, bh = r[3] * H;
         const auto s = static_cast<float>(scale);
         const int64_t c = clp[j];
-        draw_box(canvas, ox + (cx - bw / 2) * s, oy + (cy - bh / 2) * s, ox + (cx + bw / 2) * s,
+        draw_box(canvas, tile_rect, ox + (cx - bw / 2) * s, oy + (cy - bh / 2) * s, ox + (cx + bw / 2) * s,
                  oy + (cy + bh / 2) * s, color(c), name_of(names, c));
       }
     }
@@ -115,50 +113,63 @@ void plot_images(const Batch& b, const std::vector<std::string>& names, const st
 
 void plot_labels(const Dataset& ds, const std::string& path) {
   const int64_t nc = std::max<int64_t>(1, ds.info().nc);
-  std::vector<int64_t> counts(static_cast<size_t>(nc), 0);
-  const int P = 400;  // panel size
-  cv::Mat canvas(P + 60, 3 * P + 40, CV_8UC3, cv::Scalar(255, 255, 255));
-  cv::Mat centres(P, P, CV_32F, cv::Scalar(0)), sizes(P, P, CV_32F, cv::Scalar(0));
+  std::vector<double> counts(static_cast<size_t>(nc), 0.0);
+  const int D = 200;  // density grid cells a side
+  cv::Mat centres(D, D, CV_32F, cv::Scalar(0)), sizes(D, D, CV_32F, cv::Scalar(0));
   for (size_t i = 0; i < ds.size(); ++i) {
     const auto& l = ds.labels(i);
     for (size_t j = 0; j < l.cls.size(); ++j) {
-      if (l.cls[j] < nc) ++counts[l.cls[j]];
+      if (l.cls[j] >= 0 && l.cls[j] < nc) ++counts[static_cast<size_t>(l.cls[j])];
       const auto& b = l.xywhn[j];
-      const int cx = std::clamp(static_cast<int>(b[0] * (P - 1)), 0, P - 1);
-      const int cy = std::clamp(static_cast<int>(b[1] * (P - 1)), 0, P - 1);
-      const int sw = std::clamp(static_cast<int>(b[2] * (P - 1)), 0, P - 1);
-      const int sh = std::clamp(static_cast<int>(b[3] * (P - 1)), 0, P - 1);
-      centres.at<float>(cy, cx) += 1;
-      sizes.at<float>(P - 1 - sh, sw) += 1;  // y axis up
+      auto bin = [&](double v) { return std::clamp(static_cast<int>(v * D), 0, D - 1); };
+      centres.at<float>(D - 1 - bin(b[1]), bin(b[0])) += 1;  // row 0 is the top: y = 1 at the top of the panel
+      sizes.at<float>(D - 1 - bin(b[3]), bin(b[2])) += 1;
     }
   }
-  // (1) histogram
-  const int64_t mx = std::max<int64_t>(1, *std::max_element(counts.begin(), counts.end()));
-  const double bw = static_cast<double>(P) / nc;
-  for (int64_t c = 0; c < nc; ++c) {
-    const int hgt = static_cast<int>(static_cast<double>(counts[c]) / mx * (P - 20));
-    cv::rectangle(canvas, cv::Point(10 + static_cast<int>(c * bw), 10 + P - hgt),
-                  cv::Point(10 + static_cast<int>((c + 1) * bw) - 1, 10 + P), color(c), cv::FILLED);
-  }
-  cv::putText(canvas, "instances per class (max " + std::to_string(mx) + ")", cv::Point(10, P + 35),
-              cv::FONT_HERSHEY_SIMPLEX, 0.5, cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
-  // (2), (3) density scatters (log-scaled, blurred)
-  auto panel = [&](cv::Mat& dens, int x0, const std::string& title) {
-    cv::GaussianBlur(dens, dens, cv::Size(5, 5), 0);
+  // Top: instances per class, one bar per class, named under it. Bottom: box centres and box sizes as densities.
+  const int W = 1400, top_h = 520, bottom_h = 620;
+  cv::Mat canvas(top_h + bottom_h, W, CV_8UC3, cv::Scalar(255, 255, 255));
+  plot::ChartOptions bars;
+  bars.title = "instances per class";
+  bars.ylabel = "instances";
+  bars.font_scale = 0.45;
+  bars.grid = true;
+  for (int64_t c = 0; c < nc; ++c) bars.xcategories.push_back(name_of(ds.info().names, c));
+  std::vector<cv::Scalar> colors;
+  for (int64_t c = 0; c < nc; ++c) colors.push_back(color(c));
+  plot::draw_bars(canvas, cv::Rect(0, 0, W, top_h), counts, colors, bars);
+  auto panel = [&](cv::Mat& dens, cv::Rect cell, const std::string& title, const std::string& xl,
+                   const std::string& yl) {
+    plot::ChartOptions o;
+    o.title = title, o.xlabel = xl, o.ylabel = yl;
+    o.xlim = std::array<double, 2>{0.0, 1.0};
+    o.ylim = std::array<double, 2>{0.0, 1.0};
+    o.font_scale = 0.45;
+    const plot::Axes ax = plot::draw_chart(canvas, cell, {}, o);
+    // log-scaled, blurred density (white: none, dark blue: most) inside the frame
+    cv::GaussianBlur(dens, dens, cv::Size(3, 3), 0);
     double dmax = 0;
     cv::minMaxLoc(dens, nullptr, &dmax);
     cv::Mat norm;
     cv::log(dens + 1, norm);
-    norm.convertTo(norm, CV_8U, 255.0 / std::max(1e-6, std::log(dmax + 1)));
-    cv::Mat col;
-    cv::applyColorMap(255 - norm, col, cv::COLORMAP_BONE);
-    col.copyTo(canvas(cv::Rect(x0, 10, P, P)));
-    cv::rectangle(canvas, cv::Rect(x0, 10, P, P), cv::Scalar(0, 0, 0), 1);
-    cv::putText(canvas, title, cv::Point(x0, P + 35), cv::FONT_HERSHEY_SIMPLEX, 0.5, cv::Scalar(0, 0, 0), 1,
-                cv::LINE_AA);
+    norm /= std::max(1e-6, std::log(dmax + 1));
+    const cv::Rect inner(ax.area.x + 1, ax.area.y + 1, ax.area.width - 2, ax.area.height - 2);
+    cv::Mat big;
+    cv::resize(norm, big, inner.size(), 0, 0, cv::INTER_NEAREST);
+    cv::Mat col(inner.size(), CV_8UC3);
+    for (int y = 0; y < big.rows; ++y)
+      for (int x = 0; x < big.cols; ++x) {
+        const float v = big.at<float>(y, x);
+        const cv::Scalar s = v > 0 ? plot::blues(0.15 + 0.85 * v) : cv::Scalar(255, 255, 255);
+        col.at<cv::Vec3b>(y, x) = cv::Vec3b(cv::saturate_cast<uchar>(s[0]), cv::saturate_cast<uchar>(s[1]),
+                                            cv::saturate_cast<uchar>(s[2]));
+      }
+    col.copyTo(canvas(inner));
   };
-  panel(centres, P + 20, "box centres x, y (normalized)");
-  panel(sizes, 2 * P + 30, "box sizes w, h (normalized)");
+  const int side = std::min(W / 2, bottom_h);
+  panel(centres, cv::Rect((W / 2 - side) / 2, top_h, side, bottom_h), "box centres (normalized)", "x", "y");
+  panel(sizes, cv::Rect(W / 2 + (W / 2 - side) / 2, top_h, side, bottom_h), "box sizes (normalized)", "width",
+        "height");
   write_jpg(path, canvas);
 }
 

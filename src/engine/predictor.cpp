@@ -25,6 +25,7 @@
 #include "yolo11/data/transforms.h"
 #include "yolo11/engine/inference.h"
 #include "yolo11/metrics/nms.h"
+#include "yolo11/plot/chart.h"
 
 namespace fs = std::filesystem;
 
@@ -151,10 +152,7 @@ cv::Mat Predictor::annotate(const cv::Mat& image, const Prediction& p) const {
     const cv::Point p1(static_cast<int>(b.x1), static_cast<int>(b.y1)), p2(static_cast<int>(b.x2), static_cast<int>(b.y2));
     cv::rectangle(img, p1, p2, class_color(b.cls), lw, cv::LINE_AA);
     const std::string label = fmt::format("{} {:.2f}", name, b.conf);
-    const auto ts = data::text_size(label, 0.5, 1);
-    const cv::Point t1(p1.x, std::max(p1.y - ts.height - 4, 0));
-    cv::rectangle(img, t1, cv::Point(t1.x + ts.width + 2, t1.y + ts.height + 4), class_color(b.cls), cv::FILLED);
-    data::put_text(img, label, cv::Point(t1.x + 1, t1.y + ts.height + 1), 0.5, cv::Scalar(255, 255, 255), 1);
+    plot::draw_caption(img, label, cv::Rect(p1, p2), cv::Rect(0, 0, img.cols, img.rows), 0.5, class_color(b.cls));
   }
   return img;
 }

@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "yolo11/io/file.h"
+#include "yolo11/plot/chart.h"
 
 namespace yolo11::engine {
 
@@ -154,85 +155,24 @@ std::vector<double> ResultsCsv::column(const std::string& name) const {
 
 namespace {
 
-constexpr int kW = 320, kH = 250;                   // one chart
-constexpr int kLeft = 72, kRight = 12, kTop = 30, kBottom = 34;  // plot-area margins
+constexpr int kW = 400, kH = 300;  // one chart
 
-std::string tick(double v, int digits = 3) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
-  return buf;
-}
-
-void draw_chart(cv::Mat& canvas, const cv::Rect& cell, const std::string& title, const std::vector<double>& x,
-                const std::vector<double>& y) {
-  cv::Mat img = canvas(cell);
-  const cv::Scalar black(0, 0, 0), grey(210, 210, 210), blue(180, 119, 31), orange(14, 127, 255);
-  const int font = cv::FONT_HERSHEY_SIMPLEX;
-  int base = 0;
-  const auto tsz = cv::getTextSize(title, font, 0.5, 1, &base);
-  cv::putText(img, title, {(kW - tsz.width) / 2, 20}, font, 0.5, black, 1, cv::LINE_AA);
-  const cv::Rect area(kLeft, kTop, kW - kLeft - kRight, kH - kTop - kBottom);
-  if (x.empty()) {
-    cv::rectangle(img, area, black, 1);
-    cv::putText(img, "no data", {area.x + area.width / 2 - 28, area.y + area.height / 2}, font, 0.45, black, 1, cv::LINE_AA);
-    return;
-  }
-  double x0 = *std::min_element(x.begin(), x.end()), x1 = *std::max_element(x.begin(), x.end());
-  double y0 = std::numeric_limits<double>::infinity(), y1 = -y0;
-  for (double v : y)
-    if (std::isfinite(v)) y0 = std::min(y0, v), y1 = std::max(y1, v);
-  if (!std::isfinite(y0)) y0 = 0, y1 = 1;
-  if (x1 == x0) x0 -= 1, x1 += 1;
-  if (y1 == y0) {
-    const double pad = y0 == 0 ? 1.0 : std::abs(y0) * 0.1;
-    y0 -= pad, y1 += pad;
-  } else {
-    const double pad = (y1 - y0) * 0.05;
-    y0 -= pad, y1 += pad;
-  }
-  auto px = [&](double v) { return area.x + static_cast<int>(std::lround((v - x0) / (x1 - x0) * area.width)); };
-  auto py = [&](double v) { return area.y + area.height - static_cast<int>(std::lround((v - y0) / (y1 - y0) * area.height)); };
-  // grid + axes + tick labels (y: min/mid/max, x: first/last epoch)
-  for (int k = 0; k <= 4; ++k) {
-    const int gy = area.y + area.height * k / 4;
-    cv::line(img, {area.x, gy}, {area.x + area.width, gy}, grey, 1);
-  }
-  cv::rectangle(img, area, black, 1);
-  int digits = 3;  // enough significant digits that min, mid and max read differently (a flat curve: 5.651/5.652)
-  while (digits < 8 && (tick(y0, digits) == tick((y0 + y1) / 2, digits) || tick(y1, digits) == tick((y0 + y1) / 2, digits)))
-    ++digits;
-  for (double v : {y0, (y0 + y1) / 2, y1}) {
-    const std::string s = tick(v, digits);
-    const auto sz = cv::getTextSize(s, font, 0.38, 1, &base);
-    cv::putText(img, s, {area.x - sz.width - 4, py(v) + sz.height / 2}, font, 0.38, black, 1, cv::LINE_AA);
-  }
-  for (double v : {x.front(), x.back()}) {
-    const std::string s = tick(v);
-    const auto sz = cv::getTextSize(s, font, 0.38, 1, &base);
-    cv::putText(img, s, {px(v) - sz.width / 2, area.y + area.height + 16}, font, 0.38, black, 1, cv::LINE_AA);
-  }
-  cv::putText(img, "epoch", {area.x + area.width / 2 - 18, kH - 4}, font, 0.38, black, 1, cv::LINE_AA);
-  // data line with markers, then a smoothed line (moving average over ~10 % of the points, like Ultralytics'
-  // "smooth" curve)
-  std::vector<cv::Point> pts;
-  for (size_t i = 0; i < x.size(); ++i)
-    if (std::isfinite(y[i])) pts.emplace_back(px(x[i]), py(y[i]));
-  if (pts.size() > 1) cv::polylines(img, pts, false, blue, 2, cv::LINE_AA);
-  for (const auto& p : pts) cv::circle(img, p, 3, blue, cv::FILLED, cv::LINE_AA);
-  const int half = std::max<int>(1, static_cast<int>(y.size() / 20));
-  if (y.size() >= 5) {
-    std::vector<cv::Point> sm;
-    for (size_t i = 0; i < y.size(); ++i) {
-      double s = 0;
-      int n = 0;
-      for (int k = -half; k <= half; ++k) {
-        const long j = static_cast<long>(i) + k;
-        if (j >= 0 && j < static_cast<long>(y.size()) && std::isfinite(y[static_cast<size_t>(j)])) s += y[static_cast<size_t>(j)], ++n;
-      }
-      if (n) sm.emplace_back(px(x[i]), py(s / n));
+/// Moving average over ~10 % of the points (at least 3), NaN where a window holds no finite value: the "smooth" line
+/// (Ultralytics draws a Gaussian-filtered copy).
+std::vector<double> smooth(const std::vector<double>& y) {
+  const long half = std::max<long>(1, static_cast<long>(y.size() / 20));
+  std::vector<double> out(y.size(), std::nan(""));
+  for (size_t i = 0; i < y.size(); ++i) {
+    double s = 0;
+    int n = 0;
+    for (long k = -half; k <= half; ++k) {
+      const long j = static_cast<long>(i) + k;
+      if (j >= 0 && j < static_cast<long>(y.size()) && std::isfinite(y[static_cast<size_t>(j)]))
+        s += y[static_cast<size_t>(j)], ++n;
     }
-    cv::polylines(img, sm, false, orange, 1, cv::LINE_AA);
+    if (n) out[i] = s / n;
   }
+  return out;
 }
 
 }  // namespace
@@ -248,7 +188,21 @@ void plot_results(const std::string& csv, const std::string& png) {
   const auto x = r.column("epoch");
   for (size_t i = 0; i < charts.size(); ++i) {
     const cv::Rect cell(static_cast<int>(i % cols) * kW, static_cast<int>(i / cols) * kH, kW, kH);
-    draw_chart(canvas, cell, charts[i], x, r.column(charts[i]));
+    const auto y = r.column(charts[i]);
+    plot::ChartOptions o;
+    o.title = charts[i];
+    o.xlabel = "epoch";
+    if (charts[i] == "time") o.ylabel = "s";
+    o.integer_x = true;
+    o.grid = true;
+    o.font_scale = 0.4;
+    o.max_ticks = 6;
+    if (x.empty()) o.xlim = std::array<double, 2>{0.0, 1.0};
+    // Every chart says which line is which: the data with dots, and its moving average once there are 5 epochs.
+    std::vector<plot::Series> s{{x, y, plot::palette(0), 2, "results", 3}};
+    if (y.size() >= 5) s.push_back({x, smooth(y), plot::palette(1), 1, "smooth"});
+    o.legend = plot::Legend::kInsideBest;
+    plot::draw_chart(canvas, cell, s, o);
   }
   std::vector<uchar> buf;
   if (!cv::imencode(".png", canvas, buf)) throw std::runtime_error("plot_results: PNG encoding failed for '" + png + "'");

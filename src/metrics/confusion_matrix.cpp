@@ -80,14 +80,17 @@ std::vector<std::vector<double>> ConfusionMatrix::normalized() const {
 }
 
 std::vector<int64_t> ConfusionMatrix::plot_classes(int64_t max_classes) const {
-  std::vector<int64_t> idx(static_cast<size_t>(nc_));
-  for (int64_t c = 0; c < nc_; ++c) idx[static_cast<size_t>(c)] = c;
-  if (max_classes <= 0 || nc_ <= max_classes) return idx;
   std::vector<double> support(static_cast<size_t>(nc_), 0.0), predicted(static_cast<size_t>(nc_), 0.0);
   for (int64_t r = 0; r <= nc_; ++r)
     for (int64_t c = 0; c < nc_; ++c) support[static_cast<size_t>(c)] += m_[r][c];
   for (int64_t r = 0; r < nc_; ++r)
     for (int64_t c = 0; c <= nc_; ++c) predicted[static_cast<size_t>(r)] += m_[r][c];
+  std::vector<int64_t> idx;
+  for (int64_t c = 0; c < nc_; ++c) {
+    const auto u = static_cast<size_t>(c);
+    if (nc_ < kMaxAnnotatedRows || support[u] > 0 || predicted[u] > 0) idx.push_back(c);
+  }
+  if (max_classes <= 0 || static_cast<int64_t>(idx.size()) <= max_classes) return idx;
   // Most true instances first; ties: most predictions, then the lower index. Shown in index order.
   std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
     const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
@@ -130,96 +133,31 @@ void ConfusionMatrix::save_png(const std::string& path, const std::vector<std::s
                                int64_t max_classes) const {
   const auto full = normalize ? normalized() : m_;
   const std::vector<int64_t> shown = plot_classes(max_classes);
-  const bool capped = static_cast<int64_t>(shown.size()) < nc_;
   std::vector<int64_t> rows = shown;  // plotted class indices, then background
   rows.push_back(nc_);
-  const int k = static_cast<int>(rows.size());
+  const size_t k = rows.size();
   // As the reference, values below 0.005 are blank (no colour, no number) and the colour scale runs from 0 to the
   // largest value shown.
-  std::vector<std::vector<double>> vals(static_cast<size_t>(k), std::vector<double>(static_cast<size_t>(k)));
-  double vmax = 0;
-  for (int r = 0; r < k; ++r)
-    for (int c = 0; c < k; ++c) {
+  std::vector<std::vector<double>> vals(k, std::vector<double>(k));
+  for (size_t r = 0; r < k; ++r)
+    for (size_t c = 0; c < k; ++c) {
       const double v = full[rows[r]][rows[c]];
       vals[r][c] = v < 0.005 ? std::nan("") : v;
-      if (v >= 0.005) vmax = std::max(vmax, v);
     }
-  if (vmax <= 0) vmax = 1;
-  const bool annotate = k < 30;  // the reference: numbers in the cells below 30 rows
-  auto label = [&](int i) {
-    const int64_t c = rows[i];
-    return c < nc_ ? data::display_name(c < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(c)] : "", c)
-                   : std::string("background");
-  };
-  const cv::Scalar black(0, 0, 0), white(255, 255, 255);
-  const int cell = std::clamp(720 / k, 8, 100);
-  const double lfs = std::clamp(cell / 40.0, 0.3, 0.5), afs = 0.6, tfs = 0.8;  // tick labels, axis titles, title
-  int lw = 0;  // widest class label (capped: longer ones are clipped at the picture's edge)
-  for (int i = 0; i < k; ++i) lw = std::max(lw, data::text_size(label(i), lfs, 1).width);
-  lw = std::min(lw, 260);
-  const int ah = data::text_size("Ag", afs, 1).height, tick = 4;
-  const auto cb_ticks = plot::nice_ticks(0, vmax, 6);
-  const double cb_step = cb_ticks.size() > 1 ? cb_ticks[1] - cb_ticks[0] : vmax;
-  int cbw = 0;  // widest colour bar label
-  for (double v : cb_ticks) cbw = std::max(cbw, data::text_size(plot::tick_label(v, cb_step), lfs, 1).width);
-  const int margin_l = 10 + ah + 16 + lw + 6 + tick, margin_t = capped ? 100 : 70;
-  const int margin_b = tick + 6 + lw + 16 + ah + 12, cb_gap = 28, cb_w = 20;
-  const int margin_r = cb_gap + cb_w + tick + 6 + cbw + 16;
-  const int side = k * cell, w = std::max(margin_l + side + margin_r, 520), h = margin_t + side + margin_b;
-  cv::Mat img(h, w, CV_8UC3, white);
-  for (int r = 0; r < k; ++r)
-    for (int c = 0; c < k; ++c) {
-      const double v = vals[r][c];
-      if (std::isnan(v)) continue;
-      const cv::Point p0(margin_l + c * cell, margin_t + r * cell);
-      cv::rectangle(img, p0, p0 + cv::Point(cell, cell), plot::blues(v / vmax), cv::FILLED);
-      if (!annotate) continue;
-      char buf[32];
-      std::snprintf(buf, sizeof buf, normalize ? "%.2f" : "%.0f", v);
-      const double fs = std::min(0.6, cell / 80.0);
-      const auto sz = cv::getTextSize(buf, cv::FONT_HERSHEY_SIMPLEX, fs, 1, nullptr);
-      const bool dark = v > 0.45 * (normalize ? 1.0 : vmax);  // the reference's text colour threshold
-      cv::putText(img, buf, p0 + cv::Point((cell - sz.width) / 2, (cell + sz.height) / 2), cv::FONT_HERSHEY_SIMPLEX,
-                  fs, dark ? white : black, 1, cv::LINE_AA);
-    }
-  cv::rectangle(img, cv::Point(margin_l, margin_t), cv::Point(margin_l + side, margin_t + side),
-                cv::Scalar(200, 200, 200), 1);
-  // Tick labels: class names left of the rows ("Predicted") and, rotated, under the columns ("True").
-  for (int i = 0; i < k; ++i) {
-    const auto name = label(i);
-    const int mid_y = margin_t + i * cell + cell / 2, mid_x = margin_l + i * cell + cell / 2;
-    const auto sz = data::text_size(name, lfs, 1);
-    cv::line(img, {margin_l - tick, mid_y}, {margin_l, mid_y}, black, 1);
-    cv::line(img, {mid_x, margin_t + side}, {mid_x, margin_t + side + tick}, black, 1);
-    data::put_text(img, name, cv::Point(margin_l - tick - 6 - sz.width, mid_y + sz.height / 2), lfs, black, 1);
-    plot::put_text_vertical(img, name, {mid_x - (sz.height + 4) / 2, margin_t + side + tick + 4}, lfs, black);
-  }
-  // Colour bar: 0 at the bottom, vmax at the top, with nice ticks.
-  const int cb_x = margin_l + side + cb_gap;
-  for (int y = 0; y < side; ++y) {
-    const double t = side > 1 ? 1.0 - static_cast<double>(y) / (side - 1) : 1.0;
-    cv::line(img, {cb_x, margin_t + y}, {cb_x + cb_w - 1, margin_t + y}, plot::blues(t), 1);
-  }
-  for (double v : cb_ticks) {
-    const int y = margin_t + static_cast<int>(std::lround((1.0 - v / vmax) * (side - 1)));
-    const auto s = plot::tick_label(v, cb_step);
-    const auto sz = data::text_size(s, lfs, 1);
-    cv::line(img, {cb_x + cb_w, y}, {cb_x + cb_w + tick, y}, black, 1);
-    data::put_text(img, s, {cb_x + cb_w + tick + 4, y + sz.height / 2}, lfs, black, 1);
-  }
-  const std::string title = normalize ? "Confusion Matrix Normalized" : "Confusion Matrix";
-  const auto tsz = data::text_size(title, tfs, 1);
-  data::put_text(img, title, {std::max(5, margin_l + (side - tsz.width) / 2), 38}, tfs, black, 1);
-  if (capped) {
-    const std::string sub = "top " + std::to_string(shown.size()) + " of " + std::to_string(nc_) +
-                            " classes by support (full matrix: confusion_matrix.csv)";
-    const auto sz = data::text_size(sub, 0.5, 1);
-    data::put_text(img, sub, {std::max(5, (w - sz.width) / 2), 66}, 0.5, black, 1);
-  }
-  const auto xsz = data::text_size("True", afs, 1), ysz = data::text_size("Predicted", afs, 1);
-  data::put_text(img, "True", {margin_l + (side - xsz.width) / 2, h - 12}, afs, black, 1);
-  plot::put_text_vertical(img, "Predicted", {8, margin_t + (side - ysz.width) / 2}, afs, black);
-  plot::save_image(path, img);
+  plot::HeatmapOptions o;
+  for (const int64_t c : rows)
+    o.row_labels.push_back(
+        c < nc_ ? data::display_name(c < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(c)] : "", c)
+                : std::string("background"));
+  o.col_labels = o.row_labels;
+  o.title = normalize ? "Confusion Matrix Normalized" : "Confusion Matrix";
+  if (static_cast<int64_t>(shown.size()) < nc_)
+    o.subtitle = std::to_string(shown.size()) + " of " + std::to_string(nc_) +
+                 " classes (with labels or predictions, most labels first; all: confusion_matrix.csv)";
+  o.xlabel = "True";
+  o.ylabel = "Predicted";
+  o.cell_format = static_cast<int64_t>(k) < kMaxAnnotatedRows ? (normalize ? "%.2f" : "%.0f") : "";
+  plot::save_image(path, plot::render_heatmap(vals, o));
 }
 
 }  // namespace yolo11::metrics

@@ -83,5 +83,7 @@ TEST(Synth, WritesExactLabelsThatTheDatasetAccepts) {
   plot_images(*b, info.names, (d / "val_batch0_pred.jpg").string(), &preds);
   EXPECT_FALSE(cv::imread((d / "val_batch0_pred.jpg").string()).empty());
   plot_labels(*ds, (d / "labels.jpg").string());
-  EXPECT_FALSE(cv::imread((d / "labels.jpg").string()).empty());
+  const cv::Mat labels = cv::imread((d / "labels.jpg").string());
+  ASSERT_FALSE(labels.empty());
+  EXPECT_EQ(labels.size(), cv::Size(1400, 1140));  // bar chart on top, two density panels under it
 }

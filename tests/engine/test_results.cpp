@@ -82,19 +82,44 @@ TEST(PlotResults, DrawsAGridOfCharts) {
   engine::plot_results(dir + "/results.csv", dir + "/results.png");
   const cv::Mat img = cv::imread(dir + "/results.png");
   ASSERT_FALSE(img.empty());
-  EXPECT_EQ(img.cols, 5 * 320);
-  EXPECT_EQ(img.rows, 3 * 250);
+  EXPECT_EQ(img.cols, 5 * 400);
+  EXPECT_EQ(img.rows, 3 * 300);
   // Every chart cell has drawn (non-white) pixels; the line colour (BGR 180,119,31) appears in the first chart.
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < 5; ++c) {
       if (r == 2 && c == 4) continue;  // 14 charts in 15 cells
-      cv::Mat cell = img(cv::Rect(c * 320, r * 250, 320, 250));
+      cv::Mat cell = img(cv::Rect(c * 400, r * 300, 400, 300));
       cv::Mat gray;
       cv::cvtColor(cell, gray, cv::COLOR_BGR2GRAY);
       EXPECT_GT(cv::countNonZero(gray < 250), 500) << "cell " << r << "," << c;
     }
   cv::Mat mask;
-  cv::inRange(img(cv::Rect(0, 0, 320, 250)), cv::Scalar(170, 110, 20), cv::Scalar(190, 130, 45), mask);
+  cv::inRange(img(cv::Rect(0, 0, 400, 300)), cv::Scalar(170, 110, 20), cv::Scalar(190, 130, 45), mask);
   EXPECT_GT(cv::countNonZero(mask), 50);
   EXPECT_THROW(engine::plot_results(dir + "/missing.csv", dir + "/x.png"), std::runtime_error);
+}
+
+TEST(PlotResults, NonNegativeColumnsAreNeverDrawnBelowZero) {
+  // recall is 0 in every epoch: its line lies on the bottom of the plot area (y from 0), not in the middle of a
+  // -1…1 range as before.
+  const auto dir = test::scratch_dir("results_png_zero");
+  engine::ResultsCsv csv(dir + "/results.csv");
+  for (int e = 1; e <= 6; ++e) {
+    auto r = row(e);
+    r.recall = 0;
+    csv.append(r);
+  }
+  engine::plot_results(dir + "/results.csv", dir + "/results.png");
+  const cv::Mat img = cv::imread(dir + "/results.png");
+  ASSERT_FALSE(img.empty());
+  cv::Mat mask;  // the data line's colour (tab:blue) in the recall chart (row 0, column 4)
+  cv::inRange(img(cv::Rect(4 * 400, 0, 400, 300)), cv::Scalar(170, 110, 20), cv::Scalar(190, 130, 45), mask);
+  // leave out the legend (its sample line): look at the line's lowest part only
+  const cv::Rect line = cv::boundingRect(mask);
+  ASSERT_GT(line.area(), 0);
+  EXPECT_GT(line.br().y, 300 - 80) << "the zero line should sit at the bottom of the plot area";
+  // the smooth line's colour (tab:orange) is drawn from 5 epochs on, and its legend entry with it
+  cv::Mat orange;
+  cv::inRange(img(cv::Rect(0, 0, 400, 300)), cv::Scalar(4, 117, 245), cv::Scalar(24, 137, 255), orange);
+  EXPECT_GT(cv::countNonZero(orange), 20);
 }

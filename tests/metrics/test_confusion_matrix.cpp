@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "golden.h"
 #include "yolo11/metrics/confusion_matrix.h"
@@ -121,4 +122,35 @@ TEST(ConfusionMatrix, ThousandClassesPlotIsCappedAndTheCsvIsComplete) {
   EXPECT_EQ(cells[97], "97");
   EXPECT_EQ(cells[98], "0");
   EXPECT_EQ(rows.back().rfind("background,", 0), 0u);
+}
+
+TEST(ConfusionMatrix, ManyNominalClassesFewPresentDrawsThosePresentWithNumbers) {
+  // coco8: 80 nominal classes, a handful in the validation images. The plot holds those (and background), with the
+  // values in the cells and a colour bar, instead of 81 rows without numbers.
+  metrics::ConfusionMatrix cm(80);
+  auto gt = torch::tensor({{0.f, 0.f, 10.f, 10.f}, {20.f, 0.f, 30.f, 10.f}});
+  auto pred = torch::tensor({{0.f, 0.f, 10.f, 10.f, 0.9f, 17.f}, {20.f, 0.f, 30.f, 10.f, 0.9f, 5.f}});
+  cm.process_batch(pred, torch::tensor({17L, 45L}), gt);  // 17 right; 45 taken for 5
+  EXPECT_EQ(cm.plot_classes(), (std::vector<int64_t>{5, 17, 45}));
+  EXPECT_EQ(cm.plot_classes(2).size(), 2u);
+  metrics::ConfusionMatrix small(3);  // below kMaxAnnotatedRows every class is drawn, as the reference
+  EXPECT_EQ(small.plot_classes().size(), 3u);
+  const auto dir = test::scratch_dir("confusion_matrix_coco8");
+  std::vector<std::string> names;
+  for (int c = 0; c < 80; ++c) names.push_back("class" + std::to_string(c));
+  cm.save_png(dir + "/cm.png", names, true);
+  const cv::Mat img = cv::imread(dir + "/cm.png");
+  ASSERT_FALSE(img.empty());
+  EXPECT_LT(img.cols, 1000);
+  // The darkest cells (1.00) hold white digits.
+  cv::Mat dark;
+  cv::inRange(img, cv::Scalar(107, 48, 8), cv::Scalar(107, 48, 8), dark);
+  std::vector<std::vector<cv::Point>> blobs;
+  cv::findContours(dark, blobs, cv::RETR_EXTERNAL, cv::CHAIN_APPROX_SIMPLE);
+  ASSERT_FALSE(blobs.empty());
+  const cv::Rect cell = cv::boundingRect(blobs.front());
+  ASSERT_GT(cell.width, 40);
+  cv::Mat white;
+  cv::inRange(img(cell), cv::Scalar(200, 200, 200), cv::Scalar(255, 255, 255), white);
+  EXPECT_GT(cv::countNonZero(white), 20) << "no number in the cell";
 }

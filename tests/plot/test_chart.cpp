@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <limits>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <set>
 
 #include "yolo11/plot/chart.h"
 
@@ -19,6 +21,13 @@ const cv::Scalar kRed(0, 0, 255);
 int count_color(const cv::Mat& img, cv::Scalar color) {
   cv::Mat mask;
   cv::inRange(img, color, color, mask);
+  return cv::countNonZero(mask);
+}
+
+/// Pixels lighter than 200 in every channel (anti-aliased white text on a colour).
+int count_light(const cv::Mat& img) {
+  cv::Mat mask;
+  cv::inRange(img, cv::Scalar(200, 200, 200), cv::Scalar(255, 255, 255), mask);
   return cv::countNonZero(mask);
 }
 
@@ -74,6 +83,8 @@ TEST(TickLabel, DecimalsFollowTheStep) {
   EXPECT_EQ(plot::tick_label(-1e-17, 0.5), "0.0");  // rounding to zero never prints "-0.0"
   EXPECT_EQ(plot::tick_label(-0.4, 0.2), "-0.4");
   EXPECT_EQ(plot::tick_label(3e7, 1e7), "3e+07");
+  EXPECT_EQ(plot::tick_label(4.158892, 2e-6), "4.158892");  // a flat loss: was "4.15889" at every tick
+  EXPECT_EQ(plot::tick_label(8e-7, 2e-7), "8e-07");
 }
 
 TEST(Colors, PaletteAndBlues) {
@@ -163,4 +174,127 @@ TEST(SaveImage, WritesAPngAndThrowsForAMissingDirectory) {
   EXPECT_GT(count_color(back, kRed), 100);
   std::filesystem::remove_all(dir);
   EXPECT_THROW(plot::save_image("/nonexistent_dir_xyz/chart.png", back), std::runtime_error);
+}
+
+TEST(NiceTicks, MinStepAndSweepRanges) {
+  EXPECT_EQ(plot::nice_ticks(0.9, 3.1, 8, 1.0), (std::vector<double>{1, 2, 3}));  // epochs: never 1.5
+  EXPECT_EQ(plot::nice_ticks(0.9, 3.1), (std::vector<double>{1.0, 1.5, 2.0, 2.5, 3.0}));
+  EXPECT_EQ(plot::nice_ticks(0, 137.5, 6), (std::vector<double>{0, 50, 100}));
+  EXPECT_EQ(plot::nice_ticks(0, 137.5), (std::vector<double>{0, 20, 40, 60, 80, 100, 120}));  // not 34.4, 68.8, 103.1
+  EXPECT_EQ(plot::nice_ticks(0.2, 0.8, 8, 1.0), (std::vector<double>{}));                   // no whole number inside
+  EXPECT_THROW(plot::nice_ticks(0, 1, 8, -1), std::invalid_argument);
+}
+
+TEST(Abbreviate, CutsToCodePointsWithADot) {
+  EXPECT_EQ(plot::abbreviate("traffic light", 8), "traffic.");
+  EXPECT_EQ(plot::abbreviate("dog", 8), "dog");
+  EXPECT_EQ(plot::abbreviate("12345678", 8), "12345678");
+  EXPECT_EQ(plot::abbreviate("собака-пёс", 4), "соб.");  // never splits a UTF-8 sequence
+}
+
+TEST(Chart, AutoLimitsOfNonNegativeDataNeverGoBelowZero) {
+  cv::Mat img(300, 400, CV_8UC3);
+  plot::Series p{{1, 2, 3}, {0.0, 0.5, 1.0}, kRed, 2, ""};  // a precision curve
+  auto ax = plot::draw_chart(img, {0, 0, 400, 300}, {p}, {});
+  EXPECT_EQ(ax.y0, 0.0);
+  EXPECT_NEAR(ax.y1, 1.05, 1e-12);
+  plot::Series zero{{1, 2, 3}, {0, 0, 0}, kRed, 2, ""};  // all zero: 0…1, was -0.5…0.5
+  ax = plot::draw_chart(img, {0, 0, 400, 300}, {zero}, {});
+  EXPECT_EQ(ax.y0, 0.0);
+  EXPECT_EQ(ax.y1, 1.0);
+  plot::Series neg{{1, 2}, {-1.0, 1.0}, kRed, 2, ""};  // signed data keep the margin below
+  EXPECT_LT(plot::draw_chart(img, {0, 0, 400, 300}, {neg}, {}).y0, -1.0);
+  // the returned axes map data to the picture's pixels, the cell offset included
+  ax = plot::draw_chart(img, {0, 0, 400, 300}, {p}, unit_options());
+  EXPECT_EQ(ax.to_px(0, 0), cv::Point(ax.area.x, ax.area.br().y - 1));
+  EXPECT_EQ(ax.to_px(1, 1), cv::Point(ax.area.br().x - 1, ax.area.y));
+}
+
+TEST(Chart, MarkersAndBestLegendCorner) {
+  // A rising line fills the bottom-left and top-right corners; the best legend goes top-left.
+  plot::Series up{{0.0, 1.0}, {0.0, 1.0}, kRed, 2, "results", 4};
+  auto opt = unit_options();
+  opt.legend = plot::Legend::kInsideBest;
+  cv::Mat img = plot::render_chart({600, 400}, {up}, opt);
+  cv::Mat left = img(cv::Rect(0, 0, 300, 200)), right = img(cv::Rect(300, 0, 300, 200));
+  // The legend's frame colour appears in the top-left quarter only.
+  EXPECT_GT(count_color(left, cv::Scalar(204, 204, 204)), 50);
+  EXPECT_LT(count_color(right, cv::Scalar(204, 204, 204)), 5);  // (a stray anti-aliased pixel of the title)
+  plot::Series bad = up;
+  bad.marker = -1;
+  EXPECT_THROW(plot::render_chart({600, 400}, {bad}, opt), std::invalid_argument);
+}
+
+TEST(Bars, OneBarPerCategoryWithRotatedNames) {
+  plot::ChartOptions o;
+  for (int i = 0; i < 80; ++i) o.xcategories.push_back("class number " + std::to_string(i));
+  std::vector<double> v(80, 0.0);
+  v[3] = 10, v[40] = 5;
+  cv::Mat img(500, 1200, CV_8UC3);
+  const auto ax = plot::draw_bars(img, {0, 0, 1200, 500}, v, {kRed}, o);
+  EXPECT_EQ(ax.y0, 0.0);
+  EXPECT_NEAR(ax.y1, 10.5, 1e-12);
+  cv::Mat red;
+  cv::inRange(img, kRed, kRed, red);
+  const cv::Rect bars = cv::boundingRect(red);
+  EXPECT_NEAR(bars.y, ax.to_px(0, 10).y, 1);  // the tallest bar reaches 10
+  EXPECT_GT(bars.height, ax.area.height * 0.9);
+  // The names under the axis are drawn rotated: dark pixels well below the plot area (taller than one text line).
+  cv::Mat below = img(cv::Rect(0, ax.area.br().y + 40, 1200, 40)), gray;
+  cv::cvtColor(below, gray, cv::COLOR_BGR2GRAY);
+  EXPECT_GT(cv::countNonZero(gray < 128), 200);
+  EXPECT_THROW(plot::draw_bars(img, {0, 0, 1200, 500}, {1.0}, {}, o), std::invalid_argument);
+}
+
+TEST(Heatmap, NumbersInCellsAndAColourBar) {
+  plot::HeatmapOptions o;
+  o.row_labels = o.col_labels = {"a", "b"};
+  o.cell_format = "%.2f";
+  const double nan = std::nan("");
+  const cv::Mat img = plot::render_heatmap({{1.0, nan}, {nan, 0.2}}, o);
+  const cv::Scalar darkest = plot::blues(1.0);
+  cv::Mat dark;
+  cv::inRange(img, darkest, darkest, dark);
+  const cv::Rect cell = cv::boundingRect(dark);
+  ASSERT_GT(cell.area(), 50 * 50);
+  // "1.00" in white inside the dark cell
+  EXPECT_GT(count_light(img(cell)), 20);
+  // The colour bar: right of the cells, a column of many different blues from light to dark.
+  std::set<int> blues;
+  for (int y = 0; y < img.rows; ++y) {
+    const auto px = img.at<cv::Vec3b>(y, cell.br().x + 100 + 28 + 10);
+    if (px[0] > px[2] + 5) blues.insert(px[0] << 16 | px[1] << 8 | px[2]);
+  }
+  EXPECT_GT(blues.size(), 50u);
+  o.cell_format.clear();  // without numbers the dark cell is solid
+  const cv::Mat plain = plot::render_heatmap({{1.0, nan}, {nan, 0.2}}, o);
+  EXPECT_LT(count_light(plain(cell)), 5);
+  EXPECT_THROW(plot::render_heatmap({{1.0}}, o), std::invalid_argument);  // 2 labels for 1 row
+  EXPECT_THROW(plot::draw_colorbar(const_cast<cv::Mat&>(plain), {0, 0, 10, 10}, 0.0), std::invalid_argument);
+}
+
+TEST(Caption, StaysInsideThePicture) {
+  const cv::Rect pic(0, 0, 640, 480);
+  const cv::Size t(120, 20);
+  // Room above: on the box's top edge, outside.
+  EXPECT_EQ(plot::caption_rect(t, {100, 100, 50, 50}, pic), cv::Rect(100, 80, 120, 20));
+  // At the top: inside, below the top edge (was cut off above the picture).
+  EXPECT_EQ(plot::caption_rect(t, {100, 5, 50, 50}, pic), cv::Rect(100, 5, 120, 20));
+  // At the right edge: moved left so that it ends at the picture's edge (was cut off on the right).
+  EXPECT_EQ(plot::caption_rect(t, {600, 100, 40, 40}, pic), cv::Rect(520, 80, 120, 20));
+  // A box at the bottom-right corner, past the picture: inside both ways.
+  const cv::Rect r = plot::caption_rect(t, {630, 475, 40, 40}, pic);
+  EXPECT_EQ(r & pic, r);
+  // A mosaic tile as bounds
+  const cv::Rect tile(320, 240, 320, 240);
+  const cv::Rect q = plot::caption_rect(t, {322, 241, 400, 10}, tile);
+  EXPECT_EQ(q & tile, q);
+  // draw_caption returns what it drew, inside the picture, with the colour and white text
+  cv::Mat img(480, 640, CV_8UC3, cv::Scalar(0, 0, 0));
+  const cv::Rect d = plot::draw_caption(img, "traffic light 0.93", {600, 0, 40, 40}, pic, 0.5, kRed);
+  EXPECT_EQ(d & pic, d);
+  EXPECT_EQ(d.br().x, 640);
+  EXPECT_GT(count_color(img(d), kRed), d.area() / 2);
+  EXPECT_GT(count_light(img(d)), 20);
+  EXPECT_TRUE(plot::draw_caption(img, "", {0, 0, 5, 5}, pic, 0.5, kRed).empty());
 }

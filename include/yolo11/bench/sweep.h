@@ -106,8 +106,10 @@ Recommendation recommend(const std::vector<PointResult>& results, double toleran
 /// sweep.md: settings, a table of every point (failed ones with their reason), the recommendation and `extra` lines.
 std::string format_sweep_md(const SweepOptions& o, const std::vector<PointResult>& rows, const Recommendation& rec,
                             const std::string& extra);
-/// sweep.png (OpenCV): per imgsz a panel of img/s against batch, one line per workers value (failed points marked ×),
-/// and a stacked-bar panel of stage shares per ok point. Throws std::runtime_error when it cannot be written.
+/// sweep.png (plot/chart.h): per imgsz a chart of img/s against batch (y from 0, nice ticks, 95 % intervals as
+/// vertical bars), one line per workers value (failed points marked × on the axis with their status), and a
+/// stacked-bar chart of the stage shares (percent of the step) per ok point, named by its id. Throws
+/// std::runtime_error when it cannot be written.
 void plot_sweep(const std::string& path, const std::vector<PointResult>& rows);
 
 /// How a child ended.

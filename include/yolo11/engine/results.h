@@ -49,8 +49,10 @@ class ResultsCsv {
 };
 
 /// Draws results.png from a results.csv: one small line chart per column (losses, P, R, mAP50, mAP50-95, lrs)
-/// in a 3×5 grid, each with title, axes and min/max labels. Throws std::runtime_error when the CSV cannot be
-/// read or the PNG cannot be written.
+/// in a 3×5 grid of 400 × 300 px charts (plot::draw_chart): title, epoch axis with whole-number ticks, y limits from
+/// the data (never below 0 for the non-negative columns) with nice ticks, the data as dots and line ("results") and,
+/// from 5 epochs on, its moving average ("smooth"), with a legend in each chart's emptiest corner. Throws
+/// std::runtime_error when the CSV cannot be read or the PNG cannot be written.
 void plot_results(const std::string& csv, const std::string& png);
 
 }  // namespace yolo11::engine

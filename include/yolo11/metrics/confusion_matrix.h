@@ -22,19 +22,24 @@ class ConfusionMatrix {
   const std::vector<std::vector<double>>& matrix() const { return m_; }
   /// Column-normalised copy (each true-class column sums to 1; +1e-9 guard).
   std::vector<std::vector<double>> normalized() const;
-  /// Renders the matrix (counts or normalised) as a PNG heat map with class labels via OpenCV (UTF-8 names through
-  /// data/text.h). With more than `max_classes` classes only plot_classes(max_classes) and background are drawn (the
-  /// subtitle says "top N of nc classes by support"), so the picture stays under ~1,000 px a side. Throws
-  /// std::runtime_error when the file cannot be written.
+  /// Renders the matrix (counts or normalised) as a PNG heat map (plot::render_heatmap: class names on both axes,
+  /// UTF-8 through data/text.h, a colour bar, and the value in each cell when fewer than kMaxAnnotatedRows rows are
+  /// drawn). Only plot_classes(max_classes) and background are drawn (a subtitle says "N of nc classes" when that is
+  /// not all of them), so the picture stays under ~1,000 px a side. Throws std::runtime_error when the file cannot be
+  /// written.
   void save_png(const std::string& path, const std::vector<std::string>& names, bool normalize,
                 int64_t max_classes = kMaxPlotClasses) const;
   /// The full (nc + 1) × (nc + 1) count matrix as CSV: a header "predicted\true,<names...>,background", then one row
   /// per predicted class (and background) of integer counts. Throws std::runtime_error when it cannot be written.
   void save_csv(const std::string& path, const std::vector<std::string>& names) const;
-  /// The class indices save_png() draws, ascending: all of them when nc <= max_classes (or max_classes <= 0), else
-  /// the max_classes with the most true instances (ties: most predictions, then lower index).
+  /// The class indices save_png() draws, ascending. With nc >= kMaxAnnotatedRows, classes without a true instance and
+  /// without a prediction are left out (coco8's 80 nominal classes draw as the few it holds, with numbers). Of the
+  /// rest, all when they are at most max_classes (or max_classes <= 0), else the max_classes with the most true
+  /// instances (ties: most predictions, then lower index).
   std::vector<int64_t> plot_classes(int64_t max_classes = kMaxPlotClasses) const;
   static constexpr int64_t kMaxPlotClasses = 50;
+  /// save_png() prints the values in the cells when it draws fewer rows than this (background included).
+  static constexpr int64_t kMaxAnnotatedRows = 30;
   int64_t nc() const { return nc_; }
 
  private:

@@ -1,7 +1,10 @@
 #pragma once
-// Line charts drawn with OpenCV: axes, "nice" ticks (1-2-5 steps), tick labels, axis labels, a title, a legend and
-// per-series colour/thickness. Used by the validator's curve plots (src/metrics/curves.cpp); general enough for
-// results.png and sweep.png. Text goes through data/text.h, so UTF-8 labels work where the build can draw them.
+// Charts drawn with OpenCV, one drawing code for every picture of a run: line charts (axes, "nice" 1-2-5 ticks, tick
+// labels, axis labels, title, legend, markers), bar charts over named categories, heat maps with numbers in the cells
+// and a colour bar, and box captions kept inside the picture. Used by the curve plots (src/metrics/curves.cpp),
+// results.png (src/engine/results.cpp), labels.jpg and the batch mosaics (src/data/plots.cpp), the confusion matrix
+// (src/metrics/confusion_matrix.cpp), predict outputs (src/engine/predictor.cpp) and sweep.png (src/bench/plot.cpp).
+// Text goes through data/text.h, so UTF-8 labels work where the build can draw them.
 #include <opencv2/core.hpp>
 
 #include <array>
@@ -17,28 +20,55 @@ struct Series {
   cv::Scalar color{180, 119, 31};  ///< BGR (default: matplotlib's first colour, tab:blue)
   int thickness = 1;               ///< pixels
   std::string label;               ///< legend text; empty: the series has no legend entry
+  int marker = 0;                  ///< radius (pixels) of a filled dot at every finite point; 0: no dots
 };
 
 /// Where the legend goes. kAuto: inside, top-right, up to kMaxInsideLegend entries; outside to the right beyond.
-enum class Legend { kNone, kAuto, kInsideTopRight, kOutsideRight };
+/// kInsideBest: inside, in the corner of the plot area that covers the fewest points of the lines (as matplotlib's
+/// loc="best"; ties: top-right, top-left, bottom-right, bottom-left).
+enum class Legend { kNone, kAuto, kInsideTopRight, kOutsideRight, kInsideBest };
 constexpr int kMaxInsideLegend = 6;
 
 struct ChartOptions {
   std::string title, xlabel, ylabel;
-  std::optional<std::array<double, 2>> xlim, ylim;  ///< fixed limits {lo, hi}; unset: data range + 5 % margin
+  /// Fixed limits {lo, hi}. Unset: the data range + 5 % margin, where the margin never takes a limit below 0 when
+  /// all data are >= 0 (a precision curve is drawn on 0…1.05, not on -0.05…1.05; all-zero data: 0…1).
+  std::optional<std::array<double, 2>> xlim, ylim;
   Legend legend = Legend::kAuto;
   bool grid = false;        ///< light grey lines at the ticks
   double font_scale = 0.5;  ///< Hershey scale of tick labels and legend (cap height ~11 px); labels and title larger
   int max_ticks = 8;        ///< at most this many ticks per axis (nice_ticks)
+  bool integer_x = false;   ///< x ticks only at whole numbers (epochs, batch sizes): never 1.5
+  /// Categorical x axis: a tick at x = 0, 1, …, n-1 labelled with these names (abbreviated to kMaxCategoryChars,
+  /// rotated to read bottom to top when they do not fit side by side, every k-th only when even that is too dense).
+  /// The x limits default to [-0.5, n - 0.5].
+  std::vector<std::string> xcategories;
+};
+
+constexpr size_t kMaxCategoryChars = 14;
+
+/// Where draw_chart() put the axes: the plot area in pixels of the picture it drew into, and the data limits the area
+/// spans, so that callers can add their own marks (bars, crosses, a raster) in data coordinates.
+struct Axes {
+  cv::Rect area;
+  double x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+  /// Pixel of data point (x, y); not clamped, so it can lie outside the area.
+  cv::Point to_px(double x, double y) const;
 };
 
 /// Tick positions k·step inside [lo, hi] (ends included within 1e-6 steps), step = d·10^e with d in {1, 2, 5}: the
-/// smallest such step that gives at most `max_ticks` ticks. 0..1 → 0, 0.2, …, 1; 0..103 → 0, 20, …, 100. lo == hi
-/// gives {lo}. Throws std::invalid_argument for non-finite bounds, hi < lo or max_ticks < 2.
-std::vector<double> nice_ticks(double lo, double hi, int max_ticks = 8);
+/// smallest such step >= min_step that gives at most `max_ticks` ticks. 0..1 → 0, 0.2, …, 1; 0..103 → 0, 20, …, 100;
+/// 0.9..3.1 with min_step 1 → 1, 2, 3. lo == hi gives {lo}. Throws std::invalid_argument for non-finite bounds,
+/// hi < lo, max_ticks < 2 or a negative or non-finite min_step.
+std::vector<double> nice_ticks(double lo, double hi, int max_ticks = 8, double min_step = 0);
+
+/// `name` cut to at most `max_chars` characters (UTF-8 code points), the last one replaced by '.' when cut:
+/// ("traffic light", 8) → "traffic.". Used for category tick labels.
+std::string abbreviate(const std::string& name, size_t max_chars);
 
 /// `v` printed with the decimals its tick `step` needs: (0.4, 0.2) → "0.4", (20, 20) → "20", (0, 0.2) → "0.0",
-/// never "-0". Very large or small magnitudes (|step| ≥ 1e6 or < 1e-4) use %g.
+/// never "-0". Very large or small steps (|step| ≥ 1e6 or < 1e-4) use %g with the significant digits that the step
+/// needs: (4.158892, 2e-6) → "4.158892", (8e-7, 2e-7) → "8e-07".
 std::string tick_label(double v, double step);
 
 /// Colour i (cycling) of matplotlib's default "tab10" cycle, BGR.
@@ -52,10 +82,47 @@ cv::Scalar blues(double t);
 /// Returns the box's size: about (text height + descent + 4) × (text width + 4).
 cv::Size put_text_vertical(cv::Mat& img, const std::string& text, cv::Point tl, double font_scale, cv::Scalar color);
 
-/// Draws the chart into `cell` of `img` (CV_8UC3; the cell is filled white first). Throws std::invalid_argument when
-/// img is not CV_8UC3, the cell is not inside img or smaller than 160 × 120 px, a series' x and y sizes differ, its
-/// thickness is < 1, or a given limit is non-finite or has lo >= hi.
-void draw_chart(cv::Mat& img, const cv::Rect& cell, const std::vector<Series>& series, const ChartOptions& opt);
+/// Draws the chart into `cell` of `img` (CV_8UC3; the cell is filled white first) and returns where its axes lie.
+/// Throws std::invalid_argument when img is not CV_8UC3, the cell is not inside img or smaller than 160 × 120 px, a
+/// series' x and y sizes differ, its thickness is < 1 or its marker < 0, or a given limit is non-finite or has
+/// lo >= hi, or the labels leave no room for the plot area.
+Axes draw_chart(cv::Mat& img, const cv::Rect& cell, const std::vector<Series>& series, const ChartOptions& opt);
+
+/// A bar chart over opt.xcategories: bar i of height values[i] (from 0; NaN: no bar) in colors[i % colors.size()]
+/// (empty: palette()). The y limits default to 0 … max + 5 % (nice ticks). Throws as draw_chart(), and
+/// std::invalid_argument when values and opt.xcategories differ in size.
+Axes draw_bars(cv::Mat& img, const cv::Rect& cell, const std::vector<double>& values,
+               const std::vector<cv::Scalar>& colors, const ChartOptions& opt);
+
+/// A vertical colour bar in `bar` (pixels of img): blues() from 0 at the bottom to vmax at the top, framed, with nice
+/// tick labels (font_scale) right of it; the labels need about 60 px right of the bar. Throws std::invalid_argument
+/// for a non-positive or non-finite vmax or a bar outside img.
+void draw_colorbar(cv::Mat& img, const cv::Rect& bar, double vmax, double font_scale = 0.4);
+
+struct HeatmapOptions {
+  std::string title, subtitle, xlabel, ylabel;
+  std::vector<std::string> row_labels, col_labels;  ///< one per row / column (drawn rotated under the columns)
+  double vmax = 0;          ///< the colour scale's top; <= 0: the largest finite value (1 when there is none)
+  std::string cell_format;  ///< printf format of the number in a cell ("%.2f"); empty: no numbers
+  int max_side = 720;       ///< the cells span at most this many pixels a side (a cell is 8 … 100 px)
+};
+
+/// A heat map picture: cell (r, c) filled with blues(v / vmax), NaN cells left white; with opt.cell_format the value is
+/// printed centred in the cell (white on dark cells) in a font sized to the cell, when the cells are at least 18 px;
+/// labels beside the rows and under the columns; a colour bar right of the cells. Throws std::invalid_argument when
+/// the matrix is empty or ragged or the label counts differ from its shape.
+cv::Mat render_heatmap(const std::vector<std::vector<double>>& values, const HeatmapOptions& opt);
+
+/// Where a box caption of size `text` (pixels, background included) goes for the box `box` inside `bounds` (the
+/// picture, or its tile in a mosaic): on top of the box, above its top edge, when there is room above, else just
+/// inside below the top edge (as Ultralytics' Annotator); then shifted left and up as needed so that it lies inside
+/// `bounds` wherever the caption is not larger than bounds.
+cv::Rect caption_rect(cv::Size text, const cv::Rect& box, const cv::Rect& bounds);
+
+/// Draws `label` (data/text.h, Hershey font_scale) in white on a `color` filled caption_rect() for `box`, clipped to
+/// `bounds`; returns the caption's rectangle. Nothing is drawn (an empty Rect) for an empty label.
+cv::Rect draw_caption(cv::Mat& img, const std::string& label, const cv::Rect& box, const cv::Rect& bounds,
+                      double font_scale, cv::Scalar color);
 
 /// A new white `size` (pixels) picture with the chart. Throws as draw_chart().
 cv::Mat render_chart(cv::Size size, const std::vector<Series>& series, const ChartOptions& opt);
