@@ -13,6 +13,7 @@
 #include "yolo11/bench/sweep.h"
 #include "yolo11/config/train_config.h"
 #include "yolo11/io/file.h"
+#include "yolo11/io/run_dir.h"
 
 namespace yolo11::bench {
 
@@ -73,12 +74,7 @@ PointResult run_point(const SweepOptions& o, const Point& p, const std::string& 
 
 SweepReport run_sweep(const SweepOptions& o) {
   SweepReport rep;
-  rep.dir = (fs::path(o.project) / o.name).string();
-  const std::string csv = rep.dir + "/sweep.csv";
-  if (fs::exists(rep.dir) && !o.resume && !o.exist_ok)
-    throw std::runtime_error("yolo11-sweep: " + rep.dir + " exists; pass resume=true to continue it (finished points "
-                             "are kept), exist_ok=true to re-run every point into it, or another name=");
-  // Catch a bad key or value here, once, not in every child.
+  // Catch a bad key or value here, once, not in every child (and before a directory is made).
   {
     std::vector<std::string> probe = o.passthrough;
     const Point p = expand_grid(o.grid).front();
@@ -86,6 +82,11 @@ SweepReport run_sweep(const SweepOptions& o) {
                                fmt::format("imgsz={}", p.imgsz)});
     (void)config::TrainConfig::load(o.cfg_file, probe);
   }
+  // resume=true continues project/name, exist_ok=true re-runs into it; otherwise a taken name is incremented as
+  // training runs are (sweep, sweep2, ...).
+  rep.dir = o.resume || o.exist_ok ? (fs::path(o.project) / o.name).string()
+                                   : io::make_run_dir(o.project, o.name, false, false);
+  const std::string csv = rep.dir + "/sweep.csv";
   fs::create_directories(rep.dir + "/points");
   std::map<std::string, PointResult> previous;
   if (o.resume && fs::exists(csv))

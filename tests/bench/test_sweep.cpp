@@ -253,12 +253,15 @@ TEST(Sweep, ResumeRunsOnlyThePointsNotOnRecord) {
   o.train_exe = exe;
   run_sweep(o);
   EXPECT_EQ(count_lines(d / "starts"), 2);
-  EXPECT_THROW(run_sweep(o), std::runtime_error);  // the dir exists: resume=true or exist_ok=true must be said
+  // Without resume=true or exist_ok=true a taken name is incremented, as training runs are: s → s2, nothing re-read.
+  const auto again = run_sweep(o);
+  EXPECT_EQ(fs::path(again.dir).filename(), "s2");
+  EXPECT_EQ(count_lines(d / "starts"), 4);
   SweepOptions r = parse_sweep_args({"batch=1,16,24", "workers=0", "imgsz=64", "steps=3", "warmup=1",
                                      "check_whatif=false", "resume=true", "project=" + d.string(), "name=s"});
   r.train_exe = exe;
   const auto rep = run_sweep(r);
-  EXPECT_EQ(count_lines(d / "starts"), 3);  // only batch 24 ran
+  EXPECT_EQ(count_lines(d / "starts"), 5);  // only batch 24 ran
   ASSERT_EQ(rep.results.size(), 3u);
   for (const auto& x : rep.results) EXPECT_EQ(x.status, Status::ok) << x.point.id();
   EXPECT_EQ(read_sweep_csv((d / "s/sweep.csv").string()).size(), 3u);
