@@ -337,7 +337,7 @@ void Trainer::validate_and_save() {
     spdlog::info("{}", r.prof->end_epoch());
     report_loader(r);  // the loader workers' per-transform times of this epoch
     row.epoch = epoch + 1;
-    row.time = seconds_since(r.t_run);
+    row.time = r.time_before + seconds_since(r.t_run);
     row.box_loss = r.ep.tloss[0];
     row.cls_loss = r.ep.tloss[1];
     row.dfl_loss = r.ep.tloss[2];
