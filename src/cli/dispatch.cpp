@@ -173,9 +173,9 @@ int dispatch(int argc, char** argv) {
     std::vector<std::string> names;
     for (const auto& x : modes()) names.push_back(x.name);
     const std::string guess = config::closest_name(args.front(), names);
-    std::fprintf(stderr, "yolo11: unknown mode '%s'%s; the modes are %s (yolo11 help lists their keys)\n",
-                 args.front().c_str(), guess.empty() ? "" : (". Did you mean '" + guess + "'?").c_str(),
-                 join(names, ", ").c_str());
+    const std::string then = guess.empty() ? "; the modes are " : ". Did you mean '" + guess + "'? The modes are ";
+    std::fprintf(stderr, "yolo11: unknown mode '%s'%s%s (yolo11 help lists their keys)\n", args.front().c_str(),
+                 then.c_str(), join(names, ", ").c_str());
     return 2;
   }
   std::vector<std::string> rest;
