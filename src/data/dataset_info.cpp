@@ -106,8 +106,7 @@ DatasetInfo load_yaml(const std::string& yaml_arg, const std::string& datasets_d
   {
     std::string ext = fs::path(yaml_path).extension().string();
     for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (ext == ".zip")  // Ultralytics: data=ds.zip is unpacked into datasets_dir, then its YAML is read
-    {
+    if (ext == ".zip") {  // Ultralytics: data=ds.zip is unpacked into datasets_dir, then its YAML is read
       const std::string dir = datasets_dir.empty() ? default_datasets_dir() : datasets_dir;
       return load_yaml(unpack_dataset_zip(yaml_path, dir), dir, true);
     }
@@ -135,7 +134,7 @@ DatasetInfo load_yaml(const std::string& yaml_arg, const std::string& datasets_d
   fs::path root = yp.parent_path();
   if (from_zip) {
     // A zip's dataset is what it unpacked, wherever its YAML's `path` pointed on the machine that zipped it
-    // (Ultralytics' check_det_dataset roots a zip at the folder of its YAML). A relative `path` naming a folder inside
+    // (Ultralytics too roots a zip's dataset at the folder of its YAML). A relative `path` naming a folder inside
     // the unpacked tree, resolved against the YAML's folder, is honoured; anything else (`path: .`, the dataset's own
     // name, ../datasets/x, an absolute path) is the YAML's folder.
     const fs::path top = unpacked_folder(yp, datasets_dir);
