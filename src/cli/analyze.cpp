@@ -32,7 +32,8 @@ int analyze(int argc, char** argv) {
       for (const auto& row : c.rows)
         rows.push_back({{"name", row.name}, {"a", row.mean_a}, {"b", row.mean_b}, {"change", row.change},
                         {"p_welch", row.p_welch}, {"p_mann_whitney", row.p_mw}, {"hedges_g", row.g},
-                        {"windows_a", row.n_a}, {"windows_b", row.n_b}, {"significant", row.significant}});
+                        {"windows_a", row.n_a}, {"windows_b", row.n_b}, {"material", row.material},
+                        {"significant", row.significant}});
       nlohmann::json settings = nlohmann::json::object();
       for (const auto& [k, v] : c.settings) settings[k] = {v.first, v.second};
       std::cout << nlohmann::json({{"a", c.a}, {"b", c.b}, {"rows", rows}, {"flagged", c.flagged},

@@ -29,11 +29,39 @@ const Mode* find_mode(const std::string& name) {
   return nullptr;
 }
 
+/// `yolo11 help train`: every key with its default and description from the default config file (Ultralytics'
+/// `yolo cfg`). False when that file cannot be read (the caller then lists the key names only).
+bool print_train_keys(const Mode& m) {
+  std::vector<config::KeyDoc> docs;
+  try {
+    docs = config::default_key_docs();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "yolo11 help train: %s; listing the key names only\n", e.what());
+    return false;
+  }
+  std::printf("yolo11 %s: %s\n\nKeys (key=default  description; from %s):\n", m.name.c_str(), m.summary.c_str(),
+              config::default_config_path().c_str());
+  auto line = [](const std::string& key, const std::string& value, const std::string& description) {
+    const std::string kv = key + "=" + value;
+    std::printf("  %-28s%s%s\n", kv.c_str(), kv.size() >= 28 ? "  " : "", description.c_str());
+  };
+  for (const auto& k : m.keys) {
+    if (k == "cfg") {
+      line("cfg", "", "(str) a config YAML merged over these defaults, before the key=value arguments");
+      continue;
+    }
+    const auto it = std::find_if(docs.begin(), docs.end(), [&](const config::KeyDoc& d) { return d.key == k; });
+    if (it == docs.end()) line(k, "", "(not in the default config file)");
+    else line(k, it->value, it->description);
+  }
+  return true;
+}
+
 void print_help(const Mode* only) {
   if (only == nullptr) {
     std::printf("yolo11: YOLO11 detection in C++ (LibTorch), Ultralytics-style command line.\n\n"
-                "Usage: yolo11 MODE key=value ...    (yolo11 help MODE: the keys of one mode; yolo11 MODE --help: "
-                "its options)\n\nModes:\n");
+                "Usage: yolo11 MODE key=value ...    (yolo11 help MODE: the keys of one mode, for train with defaults "
+                "and descriptions; yolo11 MODE --help: its options)\n\nModes:\n");
     for (const auto& m : modes()) std::printf("  %-8s %s\n", m.name.c_str(), m.summary.c_str());
     std::printf("\nExamples:\n"
                 "  yolo11 train data=configs/datasets/coco8.yaml model=yolo11n.yaml epochs=3 imgsz=320\n"
@@ -44,6 +72,7 @@ void print_help(const Mode* only) {
                 "  yolo11 synth out=datasets/synth train=64 val=16\n"
                 "  yolo11 sweep cfg=configs/coco128.yaml batch=8,16 workers=0,2 imgsz=320 steps=30 warmup=10\n\nKeys:\n");
   }
+  if (only != nullptr && only->name == "train" && print_train_keys(*only)) return;
   for (const auto& m : modes()) {
     if (only != nullptr && &m != only) continue;
     if (only != nullptr) std::printf("yolo11 %s: %s\n", m.name.c_str(), m.summary.c_str());
@@ -145,9 +174,9 @@ int dispatch(int argc, char** argv) {
     std::vector<std::string> names;
     for (const auto& x : modes()) names.push_back(x.name);
     const std::string guess = config::closest_name(args.front(), names);
-    std::fprintf(stderr, "yolo11: unknown mode '%s'%s; the modes are %s (yolo11 help lists their keys)\n",
-                 args.front().c_str(), guess.empty() ? "" : (". Did you mean '" + guess + "'?").c_str(),
-                 join(names, ", ").c_str());
+    const std::string then = guess.empty() ? "; the modes are " : ". Did you mean '" + guess + "'? The modes are ";
+    std::fprintf(stderr, "yolo11: unknown mode '%s'%s%s (yolo11 help lists their keys)\n", args.front().c_str(),
+                 then.c_str(), join(names, ", ").c_str());
     return 2;
   }
   std::vector<std::string> rest;

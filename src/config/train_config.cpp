@@ -134,6 +134,45 @@ const std::vector<std::string>& config_keys() {
   return keys;
 }
 
+std::vector<KeyDoc> default_key_docs(const std::string& default_yaml) {
+  const std::string path = default_config_path(default_yaml);
+  if (!fs::is_regular_file(path))
+    throw std::runtime_error("config: default config not found at '" + path +
+                             "'; set YOLO11_DEFAULT_CFG=/path/to/configs/default.yaml");
+  std::vector<KeyDoc> docs;
+  std::istringstream in(io::read_file(path));
+  const auto trim = [](std::string t) {
+    t.erase(0, t.find_first_not_of(" \t"));
+    t.erase(t.find_last_not_of(" \t\r") + 1);
+    return t;
+  };
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || !(std::isalnum(static_cast<unsigned char>(line[0])) || line[0] == '_')) continue;  // comments,
+    const auto colon = line.find(':');                                      // continuation lines, list items
+    if (colon == std::string::npos) continue;
+    KeyDoc d;
+    d.key = trim(line.substr(0, colon));
+    // the comment starts at the first " #" outside quotes
+    size_t hash = std::string::npos;
+    char quote = 0;
+    for (size_t i = colon + 1; i < line.size(); ++i) {
+      const char ch = line[i];
+      if (quote) {
+        if (ch == quote) quote = 0;
+      } else if (ch == '\'' || ch == '"') {
+        quote = ch;
+      } else if (ch == '#' && (line[i - 1] == ' ' || line[i - 1] == '\t')) {
+        hash = i;
+        break;
+      }
+    }
+    d.value = trim(line.substr(colon + 1, hash == std::string::npos ? std::string::npos : hash - colon - 1));
+    if (hash != std::string::npos) d.description = trim(line.substr(hash + 1));
+    docs.push_back(std::move(d));
+  }
+  return docs;
+}
+
 const std::vector<std::string>& resume_overridable_keys() {
   static const std::vector<std::string> keys = {
       "epochs", "time", "patience", "batch", "save", "save_period", "cache", "device", "workers", "verbose",

@@ -77,7 +77,28 @@ std::string resolve_dataset_yaml(const std::string& path) {
                            "YAML path, e.g. data=configs/datasets/coco8.yaml (docs/data.md)");
 }
 
+namespace {
+
+/// The folder a zip was unpacked into (unpack_dataset_zip: <datasets_dir>/<top-level dir or zip stem>) that holds
+/// `yaml`: the first component of `yaml` below `datasets_dir`.
+fs::path unpacked_folder(const fs::path& yaml, const std::string& datasets_dir) {
+  const fs::path base = fs::absolute(datasets_dir).lexically_normal();
+  const fs::path rel = yaml.lexically_relative(base);
+  if (rel.empty() || *rel.begin() == "..") return yaml.parent_path();
+  return base / *rel.begin();
+}
+
+DatasetInfo load_yaml(const std::string& yaml_arg, const std::string& datasets_dir, bool from_zip);
+
+}  // namespace
+
 DatasetInfo load_dataset_yaml(const std::string& yaml_arg, const std::string& datasets_dir) {
+  return load_yaml(yaml_arg, datasets_dir, false);
+}
+
+namespace {
+
+DatasetInfo load_yaml(const std::string& yaml_arg, const std::string& datasets_dir, bool from_zip) {
   if (yaml_arg.empty())
     throw std::runtime_error("no dataset given: set data=path/to/dataset.yaml (e.g. data=configs/datasets/coco8.yaml) "
                              "on the command line or in the --cfg file");
@@ -85,9 +106,10 @@ DatasetInfo load_dataset_yaml(const std::string& yaml_arg, const std::string& da
   {
     std::string ext = fs::path(yaml_path).extension().string();
     for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (ext == ".zip")  // Ultralytics: data=ds.zip is unpacked into datasets_dir, then its YAML is read
-      return load_dataset_yaml(unpack_dataset_zip(yaml_path, datasets_dir.empty() ? default_datasets_dir() : datasets_dir),
-                               datasets_dir);
+    if (ext == ".zip") {  // Ultralytics: data=ds.zip is unpacked into datasets_dir, then its YAML is read
+      const std::string dir = datasets_dir.empty() ? default_datasets_dir() : datasets_dir;
+      return load_yaml(unpack_dataset_zip(yaml_path, dir), dir, true);
+    }
     std::ifstream f(yaml_path, std::ios::binary);
     char magic[4] = {};
     f.read(magic, 4);
@@ -110,7 +132,20 @@ DatasetInfo load_dataset_yaml(const std::string& yaml_arg, const std::string& da
 
   // ---- root -------------------------------------------------------------------------------------------------------
   fs::path root = yp.parent_path();
-  if (y["path"] && !y["path"].IsNull()) {
+  if (from_zip) {
+    // A zip's dataset is what it unpacked, wherever its YAML's `path` pointed on the machine that zipped it
+    // (Ultralytics too roots a zip's dataset at the folder of its YAML). A relative `path` naming a folder inside
+    // the unpacked tree, resolved against the YAML's folder, is honoured; anything else (`path: .`, the dataset's own
+    // name, ../datasets/x, an absolute path) is the YAML's folder.
+    const fs::path top = unpacked_folder(yp, datasets_dir);
+    if (y["path"] && !y["path"].IsNull() && !y["path"].as<std::string>().empty()) {
+      const fs::path p(y["path"].as<std::string>());
+      fs::path c = (yp.parent_path() / p).lexically_normal();
+      if (!c.has_filename()) c = c.parent_path();  // "dir/." normalizes to "dir/"
+      const fs::path rel = c.lexically_relative(top);
+      if (p.is_relative() && !rel.empty() && *rel.begin() != ".." && fs::is_directory(c)) root = c;
+    }
+  } else if (y["path"] && !y["path"].IsNull()) {
     const fs::path p(y["path"].as<std::string>());
     if (p.is_absolute()) {
       root = p;
@@ -219,5 +254,7 @@ DatasetInfo load_dataset_yaml(const std::string& yaml_arg, const std::string& da
   }
   return info;
 }
+
+}  // namespace
 
 }  // namespace yolo11::data

@@ -41,8 +41,8 @@ struct ConsoleLogger {
   Clock::time_point last_print;
 
   void train_start(TrainContext& c) {
-    spdlog::info("Image sizes {} train, {} val\nLogging results to {}\nStarting training for {} epochs...",
-                 c.cfg->imgsz, c.cfg->imgsz, c.run_dir, c.epochs);
+    spdlog::info("Image sizes {} train, {} val\nLogging results to {}\nStarting training for {} epoch{}...",
+                 c.cfg->imgsz, c.cfg->imgsz, c.run_dir, c.epochs, c.epochs == 1 ? "" : "s");
   }
   void epoch_start(TrainContext&) {
     line.clear();

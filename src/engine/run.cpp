@@ -285,6 +285,8 @@ NamedTensors resume(Run& r) {
   if (r.main_rank) {
     r.results = ResultsCsv::parse(ck->results_csv, r.run_dir + "/results.csv");
     r.results.truncate(r.start_epoch);
+    const auto rows = r.results.results();  // results.csv's `time` continues from where the run stopped
+    if (!rows.empty()) r.time_before = rows.back().time;
   }
   if (auto it = ck->extra.find("last_opt_step"); it != ck->extra.end()) r.sched->set_last_step(std::stoll(it->second));
   restore_gradients(*r.net, ck->grads);  // accumulated past the epoch's last optimizer step

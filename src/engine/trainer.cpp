@@ -337,7 +337,7 @@ void Trainer::validate_and_save() {
     spdlog::info("{}", r.prof->end_epoch());
     report_loader(r);  // the loader workers' per-transform times of this epoch
     row.epoch = epoch + 1;
-    row.time = seconds_since(r.t_run);
+    row.time = r.time_before + seconds_since(r.t_run);
     row.box_loss = r.ep.tloss[0];
     row.cls_loss = r.ep.tloss[1];
     row.dfl_loss = r.ep.tloss[2];
@@ -375,8 +375,8 @@ void Trainer::validate_and_save() {
   r.summary.final_map50 = vr.metrics.map50;
   r.summary.final_map50_95 = vr.metrics.map50_95;
   if (cfg_.patience > 0 && r.patience_left <= 0) {
-    spdlog::info("Stopping training early: no improvement in the last {} epochs (patience={})", cfg_.patience,
-                 cfg_.patience);
+    spdlog::info("Stopping training early: no improvement in the last {} epoch{} (patience={})", cfg_.patience,
+                 cfg_.patience == 1 ? "" : "s", cfg_.patience);
     r.stop = true;
   }
   if (!r.stop && stop_signal() != 0 && epoch + 1 < cfg_.epochs) {  // DDP: rank 0's decision is broadcast below

@@ -141,7 +141,6 @@ CompareResult compare_windows(const std::vector<WindowSummary>& a, const std::ve
   const double step_a = mean_of(samples(a, "step"));
   names.push_back("step");
   names.push_back("img/s");
-  std::vector<std::string> changes;
   for (const auto& n : names) {
     const auto sa = samples(a, n), sb = samples(b, n);
     CompareRow row;
@@ -155,30 +154,62 @@ CompareResult compare_windows(const std::vector<WindowSummary>& a, const std::ve
     row.p_mw = mann_whitney_p(sa, sb);
     row.g = hedges_g(sa, sb);
     const double d = std::fabs(row.mean_b - row.mean_a);
-    const bool material = n == "img/s" ? std::fabs(row.change) >= o.min_rel
-                                       : d >= o.min_rel * std::fabs(row.mean_a) && d >= o.min_step_share * step_a;
-    row.significant = row.p_welch < o.alpha && material;
-    if (row.significant) {
-      const std::string p = row.p_welch < 0.001 ? "p < 0.001" : fmt::format("p = {:.3f}", row.p_welch);
-      if (n == "img/s") {
-        changes.push_back(fmt::format("img/s {:.0f}% {} ({})", 100 * std::fabs(row.change), row.change > 0 ? "higher" : "lower", p));
-      } else {
-        // time per step: faster = less time; "x% faster" as the time saved relative to A
-        changes.push_back(fmt::format("{} {:.0f}% {} ({})", n, 100 * std::fabs(row.change), row.change < 0 ? "faster" : "slower", p));
-        if (n != "step") r.flagged.push_back(n);
-      }
-    }
+    row.material = n == "img/s" ? std::fabs(row.change) >= o.min_rel
+                                : d >= o.min_rel * std::fabs(row.mean_a) && d >= o.min_step_share * step_a;
+    row.significant = row.p_welch < o.alpha && row.material;
+    if (row.significant && n != "step" && n != "img/s") r.flagged.push_back(n);
     r.rows.push_back(row);
   }
-  if (changes.empty()) {
-    r.verdict = fmt::format("no significant change (Welch p < {} and ≥ {:.0f}% of the stage and ≥ {:.0f}% of a step)",
-                            o.alpha, 100 * o.min_rel, 100 * o.min_step_share);
-  } else {
-    r.verdict = "";
-    for (size_t i = 0; i < changes.size(); ++i) r.verdict += (i ? "; " : "") + changes[i];
-    r.verdict += r.flagged.empty() ? "; no single stage changed significantly" : "; everything else unchanged";
-  }
+  r.verdict = verdict_of(r.rows, o);
   return r;
+}
+
+std::string verdict_of(const std::vector<CompareRow>& rows, const CompareOptions& o) {
+  const auto p_of = [](double p) { return p < 0.001 ? std::string("p < 0.001") : fmt::format("p = {:.3f}", p); };
+  const auto pct = [](double change) { return fmt::format("{:+.0f}%", 100 * change); };
+  // Each row lands in exactly one group, by the same test the table's "*" shows: changed (significant and material),
+  // a significant but small difference, a material difference that is not significant, or unchanged.
+  std::vector<std::string> changed, small, unsure, unchanged;
+  bool stage_changed = false;
+  for (const auto& row : rows) {
+    const bool ips = row.name == "img/s";
+    if (row.significant) {
+      // time per step: faster = less time, "x% faster" as the time saved relative to A; img/s: higher or lower
+      const char* dir = ips ? (row.change > 0 ? "higher" : "lower") : (row.change < 0 ? "faster" : "slower");
+      changed.push_back(fmt::format("{} {:.0f}% {} ({})", row.name, 100 * std::fabs(row.change), dir, p_of(row.p_welch)));
+      stage_changed = stage_changed || (!ips && row.name != "step");
+    } else if (row.p_welch < o.alpha) {
+      small.push_back(fmt::format("{} {}", row.name, pct(row.change)));
+    } else if (row.material) {
+      unsure.push_back(fmt::format("{} {} ({})", row.name, pct(row.change), p_of(row.p_welch)));
+    } else {
+      unchanged.push_back(row.name);
+    }
+  }
+  std::vector<std::string> parts;
+  if (changed.empty()) {
+    parts.push_back(fmt::format("no significant change (Welch p < {} and ≥ {:.0f}% of the stage and ≥ {:.0f}% of a "
+                                "step)", o.alpha, 100 * o.min_rel, 100 * o.min_step_share));
+  } else {
+    parts = changed;
+    if (!stage_changed) parts.push_back("no single stage changed significantly");
+  }
+  const auto join = [](const std::vector<std::string>& v) {
+    std::string t;
+    for (size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + v[i];
+    return t;
+  };
+  if (!small.empty())
+    parts.push_back(fmt::format("significant but under {:.0f}% of the stage or {:.0f}% of a step: {}", 100 * o.min_rel,
+                                100 * o.min_step_share, join(small)));
+  if (!unsure.empty()) parts.push_back("not significant (Welch p ≥ " + fmt::format("{}", o.alpha) + "): " + join(unsure));
+  if (!unchanged.empty() && !(changed.empty() && small.empty() && unsure.empty())) {
+    if (small.empty() && unsure.empty()) parts.push_back("everything else unchanged");
+    else parts.push_back("unchanged: " + join(unchanged));
+  }
+  std::string v;
+  for (size_t i = 0; i < parts.size(); ++i) v += (i ? "; " : "") + parts[i];
+  return v;
 }
 
 std::vector<std::pair<std::string, std::pair<std::string, std::string>>> diff_args(const std::string& args_a,

@@ -2,8 +2,10 @@
 // executables, `yolo11 help` lists the modes and their keys, and wrong modes or keys are clear errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -12,6 +14,7 @@
 #include "golden.h"
 #include "process.h"
 #include "yolo11/cli/cli.h"
+#include "yolo11/config/train_config.h"
 #include "yolo11/model/weights.h"
 #include "yolo11/model/yolo.h"
 #include "yolo11_test_config.h"
@@ -81,6 +84,33 @@ TEST(Cli, HelpListsEveryModeAndItsKeys) {
   EXPECT_EQ(yolo11::test::run(front_end(), {"synth", "colour=red"}, dir + "/badkey.txt"), 2);
   EXPECT_NE(read_text(dir + "/badkey.txt").find("'colour=red' is not one of its keys"), std::string::npos);
   EXPECT_EQ(yolo11::test::run(front_end(), {}, dir + "/none.txt"), 2);
+}
+
+TEST(Cli, HelpTrainShowsEachKeysDefaultAndDescription) {
+  ASSERT_TRUE(fs::exists(front_end())) << front_end() << " not built";
+  const std::string dir = yolo11::test::scratch_dir("cli_help_train");
+  ASSERT_EQ(yolo11::test::run(front_end(), {"help", "train"}, dir + "/train.txt"), 0);
+  const std::string help = read_text(dir + "/train.txt");
+  std::map<std::string, std::string> lines;  // key → its line
+  std::istringstream in(help);
+  for (std::string l; std::getline(in, l);)
+    if (l.rfind("  ", 0) == 0 && l.find('=') != std::string::npos) lines[l.substr(2, l.find('=') - 2)] = l;
+  // The default and the comment of configs/default.yaml, e.g. `epochs: 100 # (int) number of epochs to train for`
+  for (const auto& d : yolo11::config::default_key_docs(std::string(YOLO11_TEST_SOURCE_DIR) + "/configs/default.yaml")) {
+    ASSERT_TRUE(lines.count(d.key)) << d.key << " missing from:\n" << help;
+    EXPECT_NE(lines[d.key].find(d.key + "=" + d.value + " "), std::string::npos) << lines[d.key];
+    EXPECT_FALSE(d.description.empty()) << d.key;
+    EXPECT_NE(lines[d.key].find(d.description), std::string::npos) << lines[d.key];
+  }
+  EXPECT_NE(lines["epochs"].find("epochs=100"), std::string::npos) << lines["epochs"];
+  EXPECT_NE(lines["epochs"].find("(int) number of epochs to train for"), std::string::npos) << lines["epochs"];
+  for (const auto& k : yolo11::config::config_keys()) EXPECT_TRUE(lines.count(k)) << k;
+  EXPECT_TRUE(lines.count("cfg"));
+  // `yolo11 help` stays a short overview: key names, no descriptions.
+  ASSERT_EQ(yolo11::test::run(front_end(), {"help"}, dir + "/help.txt"), 0);
+  const std::string overview = read_text(dir + "/help.txt");
+  EXPECT_EQ(overview.find("number of epochs to train for"), std::string::npos) << overview;
+  EXPECT_LT(std::count(overview.begin(), overview.end(), '\n'), 60) << overview;
 }
 
 TEST(Cli, EveryModeRunsThroughTheFrontEndLikeItsExecutable) {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -69,6 +70,35 @@ TEST(TrainConfig, DefaultsMatchUltralytics) {
   EXPECT_EQ(c.instrument, "basic");
   EXPECT_EQ(c.log_every, 10);
   EXPECT_TRUE(c.trace_steps.empty());
+}
+
+TEST(TrainConfig, KeyDocsAreTheDefaultFilesValuesAndLineComments) {
+  const std::string d = yolo11::test::scratch_dir("key_docs");
+  const std::string f = write(d, "default.yaml",
+                              "# header comment\n\nepochs: 100 # (int) number of epochs\ndata: # (str) dataset YAML\n"
+                              "name: 'a # b' # (str) quoted '#'\nscale:  # (str) two lines,\n        # the second one\n"
+                              "plain: x\n");
+  const auto docs = yolo11::config::default_key_docs(f);
+  ASSERT_EQ(docs.size(), 5u);
+  EXPECT_EQ(docs[0].key, "epochs");
+  EXPECT_EQ(docs[0].value, "100");
+  EXPECT_EQ(docs[0].description, "(int) number of epochs");
+  EXPECT_EQ(docs[1].value, "");
+  EXPECT_EQ(docs[1].description, "(str) dataset YAML");
+  EXPECT_EQ(docs[2].value, "'a # b'");
+  EXPECT_EQ(docs[2].description, "(str) quoted '#'");
+  EXPECT_EQ(docs[3].description, "(str) two lines,");  // the key's own line only
+  EXPECT_EQ(docs[3].key, "scale");
+  EXPECT_EQ(docs[4].value, "x");
+  EXPECT_EQ(docs[4].description, "");
+  // The real file: every key TrainConfig knows has a default and a description there.
+  const auto real = yolo11::config::default_key_docs(src("configs/default.yaml"));
+  for (const auto& k : yolo11::config::config_keys()) {
+    const auto it = std::find_if(real.begin(), real.end(), [&](const auto& x) { return x.key == k; });
+    ASSERT_NE(it, real.end()) << k;
+    EXPECT_FALSE(it->description.empty()) << k;
+  }
+  EXPECT_THROW(yolo11::config::default_key_docs(d + "/missing.yaml"), std::runtime_error);
 }
 
 TEST(TrainConfig, MergeOrderIsDefaultThenCfgFileThenOverrides) {

@@ -250,6 +250,34 @@ TEST(DataRules, ZipDatasetIsUnpackedSafelyIntoDatasetsDir) {
     EXPECT_NE(std::string(e.what()).find("is a zip archive"), std::string::npos) << e.what();
   }
 }
+
+// A zip's YAML with `path: .` (or a relative path) is rooted in the unpacked folder, not in datasets_dir.
+TEST(DataRules, ZipDatasetPathIsRelativeToItsUnpackedYaml) {
+  if (!has_zip_support()) GTEST_SKIP() << "built without libzip";
+  const fs::path d = yolo11::test::scratch_dir("zip_path");
+  const fs::path datasets = d / "datasets";
+  make_zip(d / "dot.zip", {{"dot/data.yaml", "path: .\ntrain: images/train\nval: images/train\nnames: [a]\n"},
+                           {"dot/images/train/x.png", png_bytes()},
+                           {"dot/labels/train/x.txt", kBox}});
+  const auto dot = load_dataset_yaml((d / "dot.zip").string(), datasets.string());
+  EXPECT_EQ(dot.root, (datasets / "dot").string());
+  ASSERT_EQ(dot.train.size(), 1u);
+  EXPECT_EQ(dot.train[0], (datasets / "dot" / "images" / "train").string());
+  EXPECT_EQ(list_images(dot.train[0]).size(), 1u);
+
+  // A relative path naming a folder inside the unpacked tree; a path elsewhere (another machine's) means the YAML's
+  // folder, as Ultralytics roots a zip at its YAML's folder.
+  make_zip(d / "sub.zip", {{"sub/data.yaml", "path: data\ntrain: images/train\nval: images/train\nnames: [a]\n"},
+                           {"sub/data/images/train/x.png", png_bytes()},
+                           {"sub/data/labels/train/x.txt", kBox}});
+  EXPECT_EQ(load_dataset_yaml((d / "sub.zip").string(), datasets.string()).root, (datasets / "sub" / "data").string());
+  make_zip(d / "far.zip", {{"far/data.yaml", "path: ../elsewhere/far\ntrain: images/train\nval: images/train\n"
+                                             "names: [a]\n"},
+                           {"far/images/train/x.png", png_bytes()},
+                           {"far/labels/train/x.txt", kBox}});
+  fs::create_directories(datasets / "elsewhere" / "far");  // exists, but outside what the zip unpacked
+  EXPECT_EQ(load_dataset_yaml((d / "far.zip").string(), datasets.string()).root, (datasets / "far").string());
+}
 #endif
 
 // 9. Tiny datasets: warmup (at least 100 iterations) spans more than warmup_epochs, or the whole run — said so.

@@ -59,8 +59,21 @@ std::vector<std::string> rows_without_time(const fs::path& csv) {
   return rows;
 }
 
+/// The `time` column of results.csv.
+std::vector<double> times(const fs::path& csv) {
+  std::ifstream in(csv);
+  std::string line;
+  std::vector<double> t;
+  std::getline(in, line);
+  while (std::getline(in, line))
+    if (!line.empty()) t.push_back(std::stod(line.substr(line.find(',') + 1)));
+  return t;
+}
+
 /// Runs `epochs`=4 uninterrupted and again SIGKILLed during epoch 3 then resumed; the results must be equal (all
 /// but the time column). `extra` is added to both runs' arguments.
+/// The killed run's training samples are slowed (YOLO11_TEST_LOADER_DELAY_MS) so its first two epochs take longer than
+/// the resumed run's start and next epoch: the resumed `time` column must still go on rising.
 /// `pending_grads`: the checkpoint the resume starts from must hold accumulated gradients.
 void expect_kill_and_resume_equal(const std::string& tag, const std::vector<std::string>& extra, int batch,
                                   bool pending_grads) {
@@ -75,7 +88,9 @@ void expect_kill_and_resume_equal(const std::string& tag, const std::vector<std:
   };
   ASSERT_EQ(run(args("full"), log), 0) << read_text(log);
 
+  setenv("YOLO11_TEST_LOADER_DELAY_MS", "400", 1);  // 4 samples a step, 1 step an epoch: >= 1.6 s an epoch
   const pid_t pid = spawn(args("killed"), log);
+  unsetenv("YOLO11_TEST_LOADER_DELAY_MS");
   const fs::path csv = fs::path(project) / "killed" / "results.csv";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
   while (count_rows(csv) < 2 && std::chrono::steady_clock::now() < deadline)
@@ -97,6 +112,10 @@ void expect_kill_and_resume_equal(const std::string& tag, const std::vector<std:
   ASSERT_EQ(full.size(), 4u);
   ASSERT_EQ(resumed.size(), 4u) << read_text(csv.string());
   for (size_t e = 0; e < 4; ++e) EXPECT_EQ(resumed[e], full[e]) << "epoch " << e + 1;
+  // `time` goes on from the epoch the run resumed after (it restarted from 0 once)
+  const auto t = times(csv);
+  ASSERT_EQ(t.size(), 4u);
+  for (size_t e = 1; e < 4; ++e) EXPECT_GT(t[e], t[e - 1]) << "epoch " << e + 1 << "\n" << read_text(csv.string());
   EXPECT_NE(read_text(log).find("Resuming training from"), std::string::npos);
 }
 

@@ -76,11 +76,64 @@ TEST(Compare, InjectedDelayInOneStageFlagsExactlyThatStage) {
   EXPECT_EQ(r.flagged, std::vector<std::string>{"loss"}) << r.report;
   EXPECT_NE(r.verdict.find("loss"), std::string::npos) << r.verdict;
   EXPECT_NE(r.verdict.find("slower"), std::string::npos) << r.verdict;
-  EXPECT_NE(r.verdict.find("everything else unchanged"), std::string::npos) << r.verdict;
+  EXPECT_EQ(r.verdict.rfind("loss ", 0), 0u) << r.verdict;  // the one change named first
+  EXPECT_EQ(r.verdict.find("; not significant"), std::string::npos) << r.verdict;
   ASSERT_EQ(r.settings.size(), 1u);
   EXPECT_EQ(r.settings[0].first, "workers");
   const auto self = compare_runs(a, a);  // a run against itself: nothing
   EXPECT_TRUE(self.flagged.empty()) << self.report;
+}
+
+/// Six windows of a run: per step `loader` s in "dataloader" and `fwd` s in "forward" (each window ± a small
+/// alternating jitter), 16 images per step.
+std::vector<WindowSummary> windows(double loader, double fwd, double jitter) {
+  std::vector<WindowSummary> ws;
+  for (int i = 0; i < 6; ++i) {
+    const double e = (i % 2 ? 1 : -1) * jitter * (1 + i % 3);
+    WindowSummary w;
+    w.steps = 10;
+    w.images = 160;
+    StageSummary dl, fw;
+    dl.name = "dataloader";
+    dl.count = 10;
+    dl.mean = loader * (1 + e);
+    fw.name = "forward";
+    fw.count = 10;
+    fw.mean = fwd * (1 + e);
+    w.stages = {dl, fw};
+    w.step.name = "step";
+    w.step.count = 10;
+    w.step.mean = dl.mean + fw.mean;
+    w.images_per_s = 16 / w.step.mean;
+    ws.push_back(w);
+  }
+  return ws;
+}
+
+TEST(Compare, VerdictSaysUnchangedOnlyOfWhatIsNotSignificant) {
+  // B: the loader 16x slower (significant, large) and forward 3 % faster (significant, under min_rel): the verdict
+  // names the loader, the step and img/s as changed and forward as a small significant difference, not "unchanged".
+  const auto r = compare_windows(windows(0.010, 0.100, 0.001), windows(0.170, 0.097, 0.001));
+  EXPECT_EQ(r.flagged, std::vector<std::string>{"dataloader"}) << r.verdict;
+  EXPECT_NE(r.verdict.find("dataloader 1600% slower (p < 0.001)"), std::string::npos) << r.verdict;
+  EXPECT_NE(r.verdict.find("img/s"), std::string::npos) << r.verdict;
+  EXPECT_NE(r.verdict.find("lower"), std::string::npos) << r.verdict;
+  EXPECT_NE(r.verdict.find("significant but under 5% of the stage or 1% of a step: forward -3%"), std::string::npos)
+      << r.verdict;
+  EXPECT_EQ(r.verdict.find("unchanged"), std::string::npos) << r.verdict;  // every row is significant
+
+  // Forward's difference drowned in noise: it is called unchanged, and then so is everything else.
+  const auto q = compare_windows(windows(0.010, 0.100, 0.05), windows(0.170, 0.097, 0.05));
+  EXPECT_NE(q.verdict.find("everything else unchanged"), std::string::npos) << q.verdict;
+
+  // A large change that is not significant is reported as such, not as unchanged; the rest is named.
+  std::vector<CompareRow> rows(3);
+  rows[0] = {"dataloader", 6, 6, 0.01, 0.17, 16.0, 1e-6, 1e-3, 9.0, true, true};
+  rows[1] = {"forward", 6, 6, 0.1, 0.1, 0.0, 0.9, 0.9, 0.0, false, false};
+  rows[2] = {"img/s", 6, 6, 100, 126.8, 0.268, 0.03, 0.04, 1.2, true, false};
+  const std::string v = verdict_of(rows);
+  EXPECT_EQ(v, "dataloader 1600% slower (p < 0.001); not significant (Welch p ≥ 0.01): img/s +27% (p = 0.030); "
+               "unchanged: forward") << v;
 }
 
 }  // namespace

@@ -130,6 +130,15 @@ struct TrainConfig {
 std::string default_config_path(const std::string& explicit_path = "");
 /// Every key TrainConfig knows, in default.yaml order.
 const std::vector<std::string>& config_keys();
+/// One key of the default config file as written there: `key: value # (type) description`.
+struct KeyDoc {
+  std::string key;
+  std::string value;        ///< the default as written ("" when the value is empty)
+  std::string description;  ///< the comment on the key's own line, e.g. "(int) number of epochs to train for"
+};
+/// The top-level keys of default_config_path(default_yaml), in file order, with their defaults and one-line
+/// descriptions (what `yolo11 help train` prints). Throws std::runtime_error when the file cannot be read.
+std::vector<KeyDoc> default_key_docs(const std::string& default_yaml = "");
 /// Keys that may differ from the saved args when resuming (epochs, time, patience, device, workers, batch, ...).
 const std::vector<std::string>& resume_overridable_keys();
 /// Every key that differs between `saved` and `requested` and is not resume-overridable, as

@@ -27,7 +27,9 @@ std::string default_datasets_dir();
 /// gaps or non-integer ids; `nc` disagreeing with names (each quoting the offending value); `channels` other than 3
 /// (Ultralytics' grayscale/multispectral datasets: this trainer builds 3-channel models; gray images are read as
 /// 3-channel). Keys it does not know (anything but path/train/val/test/names/nc/channels/download) are warned about.
-/// A `.zip` is unpacked first into `datasets_dir` (unpack_dataset_zip) and the YAML inside is read.
+/// A `.zip` is unpacked first into `datasets_dir` (unpack_dataset_zip) and the YAML inside is read; its root is the
+/// YAML's own folder in the unpacked tree (`path: .`, the dataset's name or a path elsewhere all mean that folder),
+/// or a folder inside the unpacked tree that a relative `path` names from there.
 /// The dataset YAML `path` names: the path itself when it exists, else <configs dir>/<path>, else
 /// configs/datasets/<file name>(.yaml) of the source tree or install (Ultralytics' short names: coco8.yaml, coco128).
 /// Throws std::runtime_error listing where it looked.

@@ -7,7 +7,8 @@
 
 namespace yolo11::engine {
 
-/// One row of results.csv. `epoch` is 1-based as written in the file; time in seconds since training start.
+/// One row of results.csv. `epoch` is 1-based as written in the file; `time` in seconds since training start (a
+/// resumed run continues from the `time` of the epoch it resumed after; the pause between the runs is not counted).
 struct EpochResult {
   int64_t epoch = 0;
   double time = 0;

@@ -58,6 +58,7 @@ struct Run {
   std::unique_ptr<dist::ProcessGroup> pg;  ///< inactive at world 1: every collective is a no-op
   std::unique_ptr<dist::GradReducer> reducer;  ///< DDP with ddp_overlap: bucket all-reduces started during backward
   Clock::time_point t_run;
+  double time_before = 0;    ///< s of training the resumed run had done (its results.csv `time` at the checkpoint)
 
   // ---- data ----
   data::DatasetInfo info;

@@ -2,8 +2,8 @@
 // Run diff (yolo11-analyze RUN_A RUN_B): per stage and for img/s, the change from A to B over the two runs' window
 // samples (breakdown.csv or the log's window lines; one sample per window: the stage's mean per step), with Welch's
 // t-test and the Mann-Whitney U test (two-sided p-values), Hedges' g as effect size, the settings that differ between
-// the two args.yaml, and a verdict line ("loss 505% slower (p < 0.001); img/s 80% lower (p < 0.001); everything else
-// unchanged"). Torch-free.
+// the two args.yaml, and a verdict line built from the table's rows ("loss 505% slower (p < 0.001); img/s 80% lower
+// (p < 0.001); everything else unchanged"). Torch-free.
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,7 +32,8 @@ struct CompareRow {
   double mean_a = 0, mean_b = 0;  ///< s per step (img/s for "img/s"): mean of the window samples
   double change = 0;         ///< (mean_b − mean_a) / mean_a
   double p_welch = 1, p_mw = 1, g = 0;
-  bool significant = false;  ///< p < alpha and the change is material (CompareOptions)
+  bool material = false;     ///< the change is large enough to matter (CompareOptions' min_rel, min_step_share)
+  bool significant = false;  ///< p < alpha and material
 };
 
 struct CompareResult {
@@ -44,6 +45,10 @@ struct CompareResult {
   std::string report;               ///< settings, table, verdict
 };
 
+/// The verdict line of `rows`, each row in one group: the significant changes ("loss 505% slower (p < 0.001)",
+/// "img/s 80% lower (p < 0.001)"), the significant differences too small to matter, the large differences that are
+/// not significant, and the rest as unchanged ("everything else unchanged" only when the rest is all of them).
+std::string verdict_of(const std::vector<CompareRow>& rows, const CompareOptions& o = {});
 /// Compares the windows of two runs (lists as from analyze_run().windows).
 CompareResult compare_windows(const std::vector<WindowSummary>& a, const std::vector<WindowSummary>& b,
                               const CompareOptions& o = {});
