@@ -118,16 +118,18 @@ std::pair<Status, std::string> classify(const ChildOutcome& c, const std::string
     return {oom_text ? Status::oom : Status::crash,
             fmt::format("{} (signal {}){}", strsignal(c.signal), c.signal, oom_text ? ", after an out-of-memory error" : "")};
   if (c.exit_code == 0) return {Status::ok, ""};
-  // the last error line of the log
-  std::string last;
+  // the last error line of the log; else its last line (yolo11 prints its error, plain, last: src/io/console.cpp)
+  std::string last, last_line;
   size_t b = 0;
   while (b < log_tail.size()) {
     size_t e = log_tail.find('\n', b);
     if (e == std::string::npos) e = log_tail.size();
     const std::string line = log_tail.substr(b, e - b);
     if (line.find("error") != std::string::npos || line.find("what()") != std::string::npos) last = line;
+    if (!line.empty()) last_line = line;
     b = e + 1;
   }
+  if (last.empty()) last = last_line;
   if (last.size() > 300) last = last.substr(0, 300) + "…";
   const std::string why = fmt::format("exit {}{}", c.exit_code, last.empty() ? std::string() : ": " + last);
   return {oom_text ? Status::oom : Status::error, why};

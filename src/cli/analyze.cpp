@@ -9,10 +9,13 @@
 
 #include "yolo11/instrument/analyze.h"
 #include "yolo11/instrument/compare.h"
+#include "yolo11/io/console.h"
+#include "parse.h"
 
 namespace yolo11::cli {
 
 int analyze(int argc, char** argv) {
+  io::setup_console();  // plain lines, errors on stderr, no LibTorch notices (include/yolo11/io/console.h)
   CLI::App app{"Per-stage time breakdown and bottleneck diagnosis of a yolo11 training run"};
   std::string path, path_b;
   bool json = false;
@@ -20,7 +23,7 @@ int analyze(int argc, char** argv) {
       ->required();
   app.add_option("path_b", path_b, "a second run: compare A (path) with B (stages, img/s, settings, verdict)");
   app.add_flag("--json", json, "print the combined summary and diagnosis as JSON");
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
   try {
     if (!path_b.empty()) {
       const auto c = yolo11::instrument::compare_runs(path, path_b);

@@ -8,6 +8,7 @@
 
 #include "yolo11/cli/cli.h"
 #include "yolo11/config/train_config.h"
+#include "yolo11/io/console.h"
 
 namespace yolo11::cli {
 
@@ -157,6 +158,7 @@ std::vector<std::string> translate_args(const std::string& mode, const std::vect
 }
 
 int dispatch(int argc, char** argv) {
+  io::setup_console();  // plain lines, errors on stderr, no LibTorch notices (include/yolo11/io/console.h)
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args.front() == "detect") args.erase(args.begin());  // `yolo detect train ...`: the only task
   if (args.empty() || args.front() == "help" || args.front() == "--help" || args.front() == "-h") {
@@ -180,8 +182,9 @@ int dispatch(int argc, char** argv) {
     return 2;
   }
   std::vector<std::string> rest;
-  auto has_key = [&](const std::string& k) {
-    return std::any_of(args.begin() + 1, args.end(), [&](const std::string& a) { return a.rfind(k + "=", 0) == 0; });
+  auto has_key = [&](const std::string& k) {  // with a value: `weights=` alone is as missing
+    return std::any_of(args.begin() + 1, args.end(),
+                       [&](const std::string& a) { return a.rfind(k + "=", 0) == 0 && a.size() > k.size() + 1; });
   };
   using Required = std::vector<std::pair<std::string, std::string>>;  // key, example
   const std::string weights_eg = "weights=runs/train/train/weights/best.safetensors";
@@ -196,8 +199,8 @@ int dispatch(int argc, char** argv) {
           return a.rfind("model=", 0) == 0 && (ends_with(a, ".safetensors") || ends_with(a, ".pt"));
         });
     if (!dashed && !has_key(k) && !weights_via_model) {
-      std::fprintf(stderr, "yolo11 %s: %s= is required, e.g. %s (yolo11 help %s lists the keys)\n", m->name.c_str(),
-                   k.c_str(), example.c_str(), m->name.c_str());
+      std::fprintf(stderr, "yolo11 %s: %s= is required: pass %s=PATH, e.g. %s (yolo11 help %s lists the keys)\n",
+                   m->name.c_str(), k.c_str(), k.c_str(), example.c_str(), m->name.c_str());
       return 2;
     }
   }

@@ -13,11 +13,14 @@
 
 #include "yolo11/engine/fp_env.h"
 #include "yolo11/engine/predictor.h"
+#include "yolo11/io/console.h"
 #include "yolo11/io/run_dir.h"
+#include "parse.h"
 
 namespace yolo11::cli {
 
 int predict(int argc, char** argv) {
+  io::setup_console();  // plain lines, errors on stderr, no LibTorch notices (include/yolo11/io/console.h)
   CLI::App app{"yolo11-predict: run a trained YOLO11 on images / videos; annotated outputs (+ txt labels) in runs/predict/"};
   std::string weights, source;
   std::vector<std::string> overrides;
@@ -28,7 +31,7 @@ int predict(int argc, char** argv) {
   app.add_option("overrides", overrides,
                  "key=value (configs/default.yaml): imgsz conf iou max_det batch vid_stride save save_txt save_conf "
                  "save_json line_width device project name exist_ok data source");
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
   try {
     const auto o = engine::PredictOptions::from_overrides(overrides);
     if (source.empty()) source = o.source;

@@ -13,6 +13,8 @@
 #include "yolo11/bench/sweep.h"
 #include "yolo11/bench/verify.h"
 #include "yolo11/cli/cli.h"
+#include "yolo11/io/console.h"
+#include "parse.h"
 
 namespace yolo11::cli {
 
@@ -41,6 +43,7 @@ int run_verify(const std::string& run_dir, const std::vector<std::string>& args)
 }  // namespace
 
 int sweep(int argc, char** argv) {
+  io::setup_console();  // plain lines, errors on stderr, no LibTorch notices (include/yolo11/io/console.h)
   CLI::App app{"yolo11-sweep: which batch, workers and imgsz train fastest on this machine, measured point by point in "
                "child processes.\n  yolo11-sweep --cfg configs/coco128.yaml batch=8,16 workers=0,2,4 imgsz=320,640 "
                "steps=30 warmup=10 [amp=true,false] [cache=false,ram] [data=synthetic] [point_timeout=S] [name=N] "
@@ -51,7 +54,7 @@ int sweep(int argc, char** argv) {
   app.add_option("--verify", verify_dir, "A/B the diagnosis advice of this finished run (writes advice_verified.json)");
   app.add_option("args", args, "grid and sweep keys (batch=8,16 workers=0,2 imgsz=320 steps= warmup= ...) and "
                                "key=value for the children");
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
   try {
     if (!verify_dir.empty()) return run_verify(verify_dir, args);
     auto o = bench::parse_sweep_args(args);

@@ -8,10 +8,13 @@
 #include <exception>
 
 #include "yolo11/data/synth.h"
+#include "yolo11/io/console.h"
+#include "parse.h"
 
 namespace yolo11::cli {
 
 int synth(int argc, char** argv) {
+  io::setup_console();  // plain lines, errors on stderr, no LibTorch notices (include/yolo11/io/console.h)
   CLI::App app{"Write a synthetic shapes detection dataset (train/val + data.yaml)"};
   std::string out = "datasets/synth";
   yolo11::data::SynthOptions o;
@@ -22,7 +25,7 @@ int synth(int argc, char** argv) {
   app.add_option("--max-objects", o.max_objects, "max shapes per image")->capture_default_str();
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();
   app.add_option("--ext", o.ext, "image extension (.png or .jpg)")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
   try {
     const std::string yaml = yolo11::data::write_synthetic_dataset(out, o);
     spdlog::info("wrote {} train + {} val images; dataset YAML {}", o.train, o.val, yaml);

@@ -15,17 +15,20 @@
 #include "yolo11/dist/dist.h"
 #include "yolo11/engine/interrupt.h"
 #include "yolo11/engine/trainer.h"
+#include "yolo11/io/console.h"
+#include "parse.h"
 
 namespace yolo11::cli {
 
 int train(int argc, char** argv) {
+  io::setup_console();  // plain lines, errors on stderr, no LibTorch notices (include/yolo11/io/console.h)
   CLI::App app{"yolo11-train: train YOLO11 (LibTorch) with every stage timed.\n"
                "Overrides use Ultralytics keys: yolo11-train --cfg configs/coco128.yaml epochs=3 imgsz=320"};
   std::string cfg_file;
   std::vector<std::string> overrides;
   app.add_option("--cfg", cfg_file, "run config YAML (merged over configs/default.yaml)");
   app.add_option("overrides", overrides, "key=value overrides (Ultralytics default.yaml keys)");
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
   yolo11::engine::install_stop_signal_handlers();  // SIGINT/SIGTERM: stop after the step, exit 130/143
   try {
     auto cfg = yolo11::engine::prepare_resume(yolo11::config::TrainConfig::load(cfg_file, overrides), overrides);

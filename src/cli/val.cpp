@@ -15,11 +15,14 @@
 #include "yolo11/engine/inference.h"
 #include "yolo11/engine/val_outputs.h"
 #include "yolo11/engine/validator.h"
+#include "yolo11/io/console.h"
 #include "yolo11/io/run_dir.h"
+#include "parse.h"
 
 namespace yolo11::cli {
 
 int val(int argc, char** argv) {
+  io::setup_console();  // plain lines, errors on stderr, no LibTorch notices (include/yolo11/io/console.h)
   CLI::App app{"yolo11-val: mAP of a weights file on a dataset split (Ultralytics DetectionValidator semantics)"};
   std::string weights, data;
   std::vector<std::string> overrides;
@@ -27,7 +30,7 @@ int val(int argc, char** argv) {
   app.add_option("--data", data, "dataset YAML")->required();
   app.add_option("overrides", overrides, "key=value: imgsz batch conf iou max_det workers device split single_cls plots "
                  "project name rect half agnostic_nms classes augment save_json save_txt save_conf verbose");
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
   try {
     // rect=true first: the reference's Model.val (what `yolo val` and YOLO(...).val() run) sets it as its method
     // default, and the user's rect=false, later on the line, wins. DetectionValidator on its own defaults to false.

@@ -17,6 +17,7 @@
 #include "yolo11/engine/checkpoint.h"
 #include "yolo11/engine/loggers.h"
 #include "yolo11/engine/run.h"
+#include "yolo11/io/console.h"
 #include "yolo11/io/run_dir.h"
 #include "yolo11/model/weights.h"
 
@@ -31,13 +32,15 @@ constexpr const char* kNames[kNumEvents] = {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-/// Console logger: the progress line (\r-updated on a terminal, at least every 0.25 s; at each profiler window and
-/// at the epoch's last step otherwise), the profiler's window lines, the run's start/epoch/end lines. Every line
-/// also goes to train.log once (the \r line through the file-only logger).
+/// Console logger: per epoch the progress line (\r-updated on a terminal at least every 0.25 s, else printed at the
+/// epoch's last step and every 30 s), then the validation table (Validator) and the epoch line; the run's start
+/// and end lines. train.log gets each epoch's final progress line, and at each profiler window that window's
+/// progress line and window line (the console does not show the window lines).
 struct ConsoleLogger {
   bool tty = ::isatty(fileno(stdout)) != 0;
-  std::string line;          // the current progress line
-  bool line_logged = false;  // the current progress line is already in train.log
+  std::string line;      // the current progress line
+  bool in_file = false;  // the current progress line is in train.log
+  bool shown = false;    // ... and on the console as a line of its own (not a terminal)
   Clock::time_point last_print;
 
   void train_start(TrainContext& c) {
@@ -46,7 +49,7 @@ struct ConsoleLogger {
   }
   void epoch_start(TrainContext&) {
     line.clear();
-    line_logged = false;
+    in_file = shown = false;
     last_print = Clock::now();
     spdlog::info("\n{}", io::progress_header());
   }
@@ -54,35 +57,34 @@ struct ConsoleLogger {
     Run& r = *c.run;
     auto window = r.prof->take_window_line();
     const bool last = c.batch_i + 1 == c.num_batches;
-    if (window || last || (tty && seconds_since(last_print) > 0.25)) {  // the only per-step host sync
-      last_print = Clock::now();
+    const bool due = seconds_since(last_print) > (tty ? 0.25 : 30.0);
+    if (window || last || due) {  // the only per-step host sync
       const auto mean = (r.ep.loss_sum / static_cast<double>(r.ep.seen_steps)).to(torch::kCPU);
       std::vector<double> tloss(3);
       for (int k = 0; k < 3; ++k) tloss[static_cast<size_t>(k)] = mean[k].item<double>();
       line = io::progress_line(c.epoch, c.epochs, io::memory_string(r.cuda), tloss, c.batch->cls.size(0),
                                c.input_size, c.batch_i + 1, c.num_batches, seconds_since(r.ep.t_start));
+      in_file = shown = false;
       if (tty) {
-        std::fprintf(stdout, "\r%s", line.c_str());
-        std::fflush(stdout);
+        io::progress_update(line);
+        last_print = Clock::now();
+      } else if (due || last) {
+        spdlog::info("{}", line);
+        in_file = shown = true;
+        last_print = Clock::now();
       }
     }
-    line_logged = static_cast<bool>(window);
     if (window) {
-      if (tty) {
-        std::fprintf(stdout, "\n");
-        spdlog::get("yolo11_file")->info("{}", line);
-      } else {
-        spdlog::info("{}", line);
-      }
-      spdlog::info("{}", *window);
+      if (!in_file) io::file_log()->info("{}", line);
+      io::file_log()->info("{}", *window);
+      in_file = true;
     }
   }
   void epoch_end(TrainContext&) {
-    if (tty) std::fprintf(stdout, "\n");
-    if (!line.empty() && !line_logged) {  // the epoch's final progress line, also in train.log
-      if (tty) spdlog::get("yolo11_file")->info("{}", line);
-      else spdlog::info("{}", line);
-    }
+    if (tty) io::progress_end();
+    if (line.empty()) return;
+    if (!tty && !shown) spdlog::info("{}", line);  // the epoch stopped before its last step
+    else if (!in_file) io::file_log()->info("{}", line);
   }
   void fit_epoch_end(TrainContext& c) {
     const Run& r = *c.run;
@@ -139,8 +141,8 @@ void save_model(TrainContext& c) {
                    {"sppf_act", r.mo.sppf_act ? "true" : "false"}};
   if (r.sched->last_step() < (c.epoch + 1) * r.nb - 1) ck.grads = accumulated_gradients(*r.net);  // mid-accumulation
   if (!save_checkpoint(c.run_dir + "/weights", ck, c.is_best, save_period_due(c.epoch, r.cfg.save_period)))
-    spdlog::warn("epoch {}: weights hold NaN/Inf, checkpoint not written; {}/weights keeps the last good one",
-                 c.epoch + 1, c.run_dir);
+    spdlog::warn("epoch {}/{}: weights hold NaN/Inf, checkpoint not written; {}/weights keeps the last good one",
+                 c.epoch + 1, c.epochs, c.run_dir);
 }
 
 }  // namespace

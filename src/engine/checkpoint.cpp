@@ -195,7 +195,8 @@ bool save_checkpoint(const std::string& weights_dir, const Checkpoint& c, bool i
   std::string bad = first_non_finite(c.model, "model");
   if (bad.empty()) bad = first_non_finite(c.ema, "ema");
   if (!bad.empty()) {
-    spdlog::warn("checkpoint: epoch {} not saved: {} has NaN/Inf values; keeping the previous checkpoints", c.epoch, bad);
+    spdlog::warn("checkpoint: epoch {} not saved: {} has NaN/Inf values; keeping the previous checkpoints", c.epoch + 1,
+                 bad);  // Checkpoint::epoch counts from 0
     return false;
   }
   std::error_code ec;

@@ -1,4 +1,5 @@
-// DDP straggler report (report_ranks) and the stage-delay test hook (test_delay); see run.h.
+// DDP straggler report (report_ranks), the loader and run reports (report_loader, report_run) and the stage-delay
+// test hook (test_delay); see run.h.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -15,7 +16,9 @@
 #include "yolo11/dist/dist.h"
 #include "yolo11/engine/run.h"
 #include "yolo11/instrument/profiler.h"
+#include "yolo11/instrument/stats.h"
 #include "yolo11/instrument/straggler.h"
+#include "yolo11/io/run_dir.h"
 
 namespace yolo11::engine {
 
@@ -64,13 +67,23 @@ void report_loader(Run& r) {
                           ? static_cast<double>(bytes - last_bytes) / 1e6 / rep.wall_s : -1;
   last_bytes = bytes;
   if (!r.main_rank || rep.batches == 0) return;
-  const std::string io = mb_s >= 0 ? fmt::format("disk read {:.1f} MB/s", mb_s) : "disk read n/a";
-  std::string text = rep.table() + "; " + io;
-  if (!r.prof->enabled()) return;  // instrument=off: no per-part loader table either (issue 33 item 14)
-  spdlog::info("{}", text);
+  const std::string disk = mb_s >= 0 ? fmt::format("disk read {:.1f} MB/s", mb_s) : "disk read n/a";
+  std::string text = rep.table() + "; " + disk;
+  if (!r.prof->enabled()) return;  // instrument=off: no per-part loader table either
+  io::file_log()->info("{}", text);  // the console has the latest one at the end (report_run)
+  r.loader_table = fmt::format("data loader, epoch {}/{}:\n{}", r.epoch + 1, r.cfg.epochs, text);
   std::vector<instrument::LoaderPartRow> rows;
   for (const auto& p : rep.parts) rows.push_back({p.name, p.count, p.total_s, p.p50_ms / 1e3, p.p95_ms / 1e3, p.share});
   r.prof->record_loader(r.epoch, rows, rep.busy_s, text.substr(text.rfind('\n') + 1));
+}
+
+void report_run(Run& r) {
+  if (!r.main_rank || !r.prof->enabled()) return;
+  const instrument::WindowSummary run = r.prof->run_summary();
+  std::string table = instrument::format_table(run);
+  while (!table.empty() && table.back() == '\n') table.pop_back();
+  if (run.steps > 0) spdlog::info("{}", table);  // no table of 0 steps: the diagnosis says why
+  if (!r.loader_table.empty()) spdlog::info("{}", r.loader_table);
 }
 
 namespace {

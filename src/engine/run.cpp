@@ -214,6 +214,7 @@ void setup_instrumentation(Run& r) {
   instrument::ProfilerOptions po;
   po.level = instrument::parse_level(cfg.instrument);
   po.log_every = cfg.log_every;
+  po.epochs = cfg.epochs;
   po.warmup_steps = cfg.instrument_warmup;
   if (!cfg.trace_steps.empty()) po.trace_steps = std::make_pair(cfg.trace_steps.start, cfg.trace_steps.stop);
   if (!cfg.trace_steps.empty() && po.level != instrument::Level::full)

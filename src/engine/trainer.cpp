@@ -22,6 +22,7 @@
 #include "yolo11/engine/interrupt.h"
 #include "yolo11/engine/run.h"
 #include "yolo11/io/pt_checkpoint.h"
+#include "yolo11/io/run_dir.h"
 #include "yolo11/model/weights.h"
 
 namespace yolo11::engine {
@@ -96,7 +97,7 @@ TrainSummary Trainer::train() {
     train_epoch();
     if (stopped_mid_epoch()) break;
     if (max_steps_reached()) {  // benchmarks (yolo11-sweep): the cut epoch gets its table, no validation or checkpoint
-      spdlog::info("{}", r.prof->end_epoch());
+      io::file_log()->info("{}", r.prof->end_epoch());
       spdlog::info("max_steps={} reached: stopped without validation or checkpoint", cfg_.max_steps);
       break;
     }
@@ -105,6 +106,7 @@ TrainSummary Trainer::train() {
   }
   r.epoch = std::min(r.epoch, cfg_.epochs - 1);  // on_train_end sees the last epoch run, not one past it
   check_replicas();
+  report_run(r);
   r.prof->finish();
   if (r.main_rank)
     mark_summary_interrupted(r.run_dir, r.summary.interrupted, r.summary.interrupted_epoch, r.summary.interrupted_step,
@@ -334,7 +336,7 @@ void Trainer::validate_and_save() {
   EpochResult row;
   {
     auto s = r.prof->stage("log");
-    spdlog::info("{}", r.prof->end_epoch());
+    io::file_log()->info("{}", r.prof->end_epoch());  // the console has the run's table at the end (report_run)
     report_loader(r);  // the loader workers' per-transform times of this epoch
     row.epoch = epoch + 1;
     row.time = r.time_before + seconds_since(r.t_run);

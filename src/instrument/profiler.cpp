@@ -22,6 +22,7 @@
 #include "yolo11/instrument/range.h"
 #include "yolo11/instrument/sampler.h"
 #include "yolo11/instrument/trace.h"
+#include "yolo11/io/run_dir.h"
 
 namespace yolo11::instrument {
 
@@ -205,8 +206,8 @@ void Profiler::Impl::close_window(int64_t t_end) {
   const std::string line = format_window_line(last_window);
   pending_line = line;
   if (o.log_lines) spdlog::info("{}", line);
-  if (!have_diag || d.bottleneck != last_diag.bottleneck) {
-    spdlog::info("diagnosis (steps {}-{}): {}", a.first_step, a.last_step, d.to_string());
+  if (!have_diag || d.bottleneck != last_diag.bottleneck) {  // train.log: the console has the run's at the end
+    io::file_log()->info("diagnosis (steps {}-{}): {}", a.first_step, a.last_step, d.to_string());
   }
   last_diag = d;
   have_diag = true;
@@ -226,8 +227,8 @@ void Profiler::Impl::close_warmup(int64_t t_end) {
   warmup_rec.clear();
   window_t0 = t_end;
   warmup = summarize("warmup", a, false, 0);
-  spdlog::info("warm-up (steps {}-{}, kept out of the windows, tables and diagnosis): {}", a.first_step, a.last_step,
-               format_window_line(*warmup));
+  io::file_log()->info("warm-up (steps {}-{}, kept out of the windows, tables and diagnosis): {}", a.first_step,
+                       a.last_step, format_window_line(*warmup));
   write_csv(*warmup, Diagnosis{});
 }
 
@@ -542,7 +543,7 @@ std::string Profiler::end_epoch() {
   m.closed_epoch = w;
   m.closed_epoch_wall = epoch_wall;
   for (auto& v : m.epoch_level) v.clear();  // stages ending from here on are this epoch's "late" stages
-  std::string table = format_table(w) + "diagnosis: " + d.to_string();
+  std::string table = format_table(w, m.o.epochs) + "diagnosis: " + d.to_string();
   const std::string wi = format_what_if(what_if(w, m.ctx.workers, cpu_share(m.ctx)), w.step.mean);
   if (!wi.empty()) table += "\n" + wi;
   return table;

@@ -100,12 +100,14 @@ bool parse_window_line(const std::string& line, WindowSummary& out) {
   return true;
 }
 
-std::string format_table(const WindowSummary& w) {
+std::string format_table(const WindowSummary& w, int64_t epochs) {
   std::string t;
+  const std::string epoch = epochs > 0 ? fmt::format("epoch {}/{}", w.epoch + 1, epochs)  // w.epoch counts from 0
+                                       : fmt::format("epoch {}", w.epoch + 1);
   if (w.kind == "epoch" && w.first_step < 0) {  // every step of the epoch was in the warm-up window
-    t += fmt::format("epoch {} (all its steps in the warm-up window): ", w.epoch);
+    t += epoch + " (all its steps in the warm-up window): ";
   } else if (w.kind == "epoch") {
-    t += fmt::format("epoch {} (steps {}-{}): ", w.epoch, w.first_step, w.last_step);
+    t += fmt::format("{} (steps {}-{}): ", epoch, w.first_step, w.last_step);
   } else if (w.first_step >= 0) {
     t += fmt::format("{} (steps {}-{}): ", w.kind, w.first_step, w.last_step);
   }

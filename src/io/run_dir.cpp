@@ -1,9 +1,10 @@
-// Run directory, run logging and the progress line (include/yolo11/io/run_dir.h).
+// Run directory, run logging and the progress line (include/yolo11/io/run_dir.h), and the console of every command
+// (include/yolo11/io/console.h).
 #include "yolo11/io/run_dir.h"
 
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
+#include <c10/util/Exception.h>
 #include <spdlog/spdlog.h>
+#include <torch/version.h>
 
 #include <sys/stat.h>
 
@@ -11,12 +12,133 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <stdexcept>
+#include <utility>
 
 #include "yolo11/compat.h"
+#include "yolo11/io/console.h"
 
 namespace yolo11::io {
 namespace fs = std::filesystem;
+
+// ---- the console (include/yolo11/io/console.h) ----------------------------------------------------------------
+
+namespace {
+
+// One lock for every plain sink and the progress line: lines of different loggers never interleave mid-line.
+std::mutex& output_mutex() {
+  static std::mutex m;
+  return m;
+}
+bool progress_live = false;  // a \r progress line is on stdout, not yet ended (guarded by output_mutex)
+
+void end_live_line() {  // caller holds output_mutex
+  if (!progress_live) return;
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  progress_live = false;
+}
+
+class PlainSink final : public spdlog::sinks::sink {
+ public:
+  PlainSink(std::FILE* out, std::FILE* err, std::string prefix, bool console, bool owns)
+      : out_(out), err_(err), prefix_(std::move(prefix)), console_(console), owns_(owns) {}
+  ~PlainSink() override {
+    if (owns_) std::fclose(out_);
+  }
+  void log(const spdlog::details::log_msg& msg) override {
+    std::string line = prefix_;
+    if (msg.level == spdlog::level::warn) line += "WARNING ";
+    line.append(msg.payload.data(), msg.payload.size());
+    line += '\n';
+    std::lock_guard<std::mutex> lock(output_mutex());
+    if (console_) end_live_line();
+    std::FILE* f = msg.level >= spdlog::level::err ? err_ : out_;
+    if (f != out_) std::fflush(out_);  // stdout's earlier lines first
+    std::fwrite(line.data(), 1, line.size(), f);
+  }
+  void flush() override {
+    std::lock_guard<std::mutex> lock(output_mutex());
+    std::fflush(out_);
+    if (err_ != out_) std::fflush(err_);
+  }
+  void set_pattern(const std::string&) override {}
+  void set_formatter(std::unique_ptr<spdlog::formatter>) override {}
+
+ private:
+  std::FILE* out_;
+  std::FILE* err_;
+  std::string prefix_;
+  bool console_;
+  bool owns_;
+};
+
+void libtorch_warning(const std::string& message) {
+  if (!is_libtorch_notice(message)) spdlog::warn("LibTorch: {}", message);
+}
+
+/// LibTorch's warnings (TORCH_WARN): the known internal notices are dropped, the rest logged as warnings (console
+/// and train.log) instead of c10's stderr lines. LibTorch 2.x: a handler per thread; 1.13: one for the process
+/// (where c10's stderr line went through glog, with its "Logging before InitGoogleLogging()" notice).
+class NoticeFilter final : public c10::WarningHandler {
+ public:
+#if TORCH_VERSION_MAJOR >= 2
+  void process(const c10::Warning& warning) override { libtorch_warning(warning.msg()); }
+#else
+  void process(const c10::SourceLocation&, const std::string& msg, const bool) override { libtorch_warning(msg); }
+#endif
+};
+
+}  // namespace
+
+bool is_libtorch_notice(const std::string& message) {
+  // An API-stability notice about an operator the loss uses (src/loss/tal.cpp), printed once per process: nothing
+  // for the user to act on.
+  static const char* const kNotices[] = {"scatter_reduce() is in beta"};
+  for (const char* n : kNotices)
+    if (message.find(n) != std::string::npos) return true;
+  return false;
+}
+
+std::shared_ptr<spdlog::sinks::sink> plain_sink(std::FILE* out, std::FILE* err, std::string prefix, bool console) {
+  return std::make_shared<PlainSink>(out, err, std::move(prefix), console, /*owns=*/false);
+}
+
+std::shared_ptr<spdlog::sinks::sink> plain_file_sink(const std::string& path, bool append) {
+  std::FILE* f = std::fopen(path.c_str(), append ? "a" : "w");
+  if (f == nullptr) throw std::runtime_error("cannot open " + path + " for writing; check the run directory's permissions");
+  return std::make_shared<PlainSink>(f, f, "", /*console=*/false, /*owns=*/true);
+}
+
+void setup_console() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    static NoticeFilter filter;  // 2.x: the main thread's, the thread of the loss and the validator
+#if TORCH_VERSION_MAJOR >= 2
+    c10::WarningUtils::set_warning_handler(&filter);
+#else
+    c10::Warning::set_warning_handler(&filter);
+#endif
+    auto logger = std::make_shared<spdlog::logger>("yolo11", plain_sink(stdout, stderr));
+    logger->flush_on(spdlog::level::info);
+    spdlog::set_default_logger(logger);
+  });
+}
+
+void progress_update(const std::string& line) {
+  std::lock_guard<std::mutex> lock(output_mutex());
+  std::fprintf(stdout, "\r%s", line.c_str());
+  std::fflush(stdout);
+  progress_live = true;
+}
+
+void progress_end() {
+  std::lock_guard<std::mutex> lock(output_mutex());
+  end_live_line();
+}
+
+// ---- the run directory and its logging ------------------------------------------------------------------------
 
 std::string make_run_dir(const std::string& project, const std::string& name, bool exist_ok, bool weights_dir) {
   const fs::path root = project.empty() ? fs::path("runs") / "train" : fs::path(project);
@@ -50,23 +172,24 @@ std::string make_run_dir(const std::string& project, const std::string& name, bo
 }
 
 void setup_run_logging(const std::string& run_dir, bool append) {
-  auto console = std::make_shared<spdlog::sinks::stdout_color_sink_mt>();
-  auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(run_dir + "/train.log", /*truncate=*/!append);
+  auto console = plain_sink(stdout, stderr);
+  auto file = plain_file_sink(run_dir + "/train.log", append);
   auto logger = std::make_shared<spdlog::logger>("yolo11", spdlog::sinks_init_list{console, file});
-  logger->set_pattern("%v");
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);
   spdlog::drop("yolo11_file");
   auto file_only = std::make_shared<spdlog::logger>("yolo11_file", file);
-  file_only->set_pattern("%v");
   file_only->flush_on(spdlog::level::info);
   spdlog::register_logger(file_only);
 }
 
+std::shared_ptr<spdlog::logger> file_log() {
+  auto l = spdlog::get("yolo11_file");
+  return l ? l : spdlog::default_logger();
+}
+
 void setup_rank_logging(int rank) {
-  auto console = std::make_shared<spdlog::sinks::stdout_color_sink_mt>();
-  auto logger = std::make_shared<spdlog::logger>("yolo11", console);
-  logger->set_pattern(fmt::format("[rank {}] %v", rank));
+  auto logger = std::make_shared<spdlog::logger>("yolo11", plain_sink(stdout, stderr, fmt::format("[rank {}] ", rank)));
   logger->set_level(spdlog::level::warn);
   spdlog::set_default_logger(logger);
   spdlog::drop("yolo11_file");

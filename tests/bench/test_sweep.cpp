@@ -205,6 +205,8 @@ TEST(Classify, FailuresAreNamed) {
   const auto err = classify(c, "info\n[error] config: bad value for 'imgsz'\nmore\n", 0);
   EXPECT_EQ(err.first, Status::error);
   EXPECT_NE(err.second.find("bad value for 'imgsz'"), std::string::npos) << err.second;
+  const auto plain = classify(c, "info\nconfig: bad value for 'imgsz'\n", 0);  // the plain error line, printed last
+  EXPECT_NE(plain.second.find("bad value for 'imgsz'"), std::string::npos) << plain.second;
   ChildOutcome never;
   never.error = "cannot start x";
   EXPECT_EQ(classify(never, "", 0).first, Status::error);

@@ -39,6 +39,19 @@ std::vector<std::string> rows_without_time(const fs::path& csv) {
   return out;
 }
 
+/// Runs `yolo11 args...` with stdout into `out` and stderr into `err` (files); returns the exit code.
+int run_split(const std::vector<std::string>& args, const std::string& out, const std::string& err) {
+  std::vector<std::string> sh{"-c", "exec \"$0\" \"$@\" >'" + out + "' 2>'" + err + "'", front_end()};
+  sh.insert(sh.end(), args.begin(), args.end());
+  return yolo11::test::run("/bin/sh", sh, out + ".sh.log");
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace
 
 TEST(Cli, KeyValueArgumentsBecomeEachModesOptions) {
@@ -196,6 +209,71 @@ TEST(Cli, MistypedModeAndMissingKeysAnswerInTheKeyValueSpelling) {
   fs::remove(log);
   EXPECT_EQ(yolo11::test::run(front_end(), {"predict", "weights=w.safetensors"}, log), 2);
   EXPECT_NE(read_text(log).find("yolo11 predict: source= is required"), std::string::npos) << read_text(log);
+}
+
+// Errors go to stderr, as plain text in the key=value spelling the user typed (not CLI11's --option spelling or
+// spdlog's "[error]"), with a non-zero exit code; stdout stays empty.
+TEST(Cli, ErrorsGoToStderrInTheKeyValueSpelling) {
+  const std::string dir = yolo11::test::scratch_dir("cli_stderr");
+  const std::string out = dir + "/out.txt", err = dir + "/err.txt";
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"val", "data=coco8.yaml"}, "yolo11 val: weights= is required: pass weights=PATH"},
+      {{"val", "weights=", "data=coco8.yaml"}, "yolo11 val: weights= is required: pass weights=PATH"},
+      {{"synth", "out=" + dir + "/synth", "train=abc"}, "train=abc: not an integer"},
+      {{"train", "epochs=abc"}, "'abc' is not an integer"},
+      {{"val", "weights=" + dir + "/none.safetensors", "data=coco8.yaml"}, "none.safetensors"},
+  };
+  for (const auto& c : cases) {
+    fs::remove(out), fs::remove(err);
+    EXPECT_NE(run_split(c.args, out, err), 0) << c.args[1];
+    const std::string o = read_text(out), e = read_text(err);
+    EXPECT_NE(e.find(c.says), std::string::npos) << "stderr: " << e << "\nstdout: " << o;
+    for (const char* old : {"[error]", "[info]", "--weights", "--train", "Could not convert"})
+      EXPECT_EQ(e.find(old) == std::string::npos && o.find(old) == std::string::npos, true) << old << ": " << e << o;
+    EXPECT_EQ(o.find(c.says), std::string::npos) << "the error went to stdout: " << o;
+  }
+}
+
+// The console of a coco8 run reads as the reference's: plain lines (no spdlog "[info]", no LibTorch notices), per
+// epoch the progress line, the validation table and one epoch line; the stage, loader and diagnosis tables once, at
+// the end. train.log keeps every epoch's tables, and epochs are numbered N/E, from 1.
+TEST(Cli, TheConsoleShowsPerEpochOnlyProgressValidationAndASummaryLine) {
+  const std::string project = yolo11::test::scratch_dir("cli_console");
+  const std::string out = project + "/out.txt", err = project + "/err.txt";
+  auto args = yolo11::test::coco8_train_args(project, "run", 2, /*batch=*/1);  // 4 steps per epoch
+  args.insert(args.begin(), "train");
+  args.insert(args.end(), {"instrument=basic", "instrument_warmup=2", "log_every=2"});
+  ASSERT_EQ(run_split(args, out, err), 0) << read_text(out) << read_text(err);
+  const std::string console = read_text(out), errors = read_text(err);
+  const std::string log = read_text(project + "/run/train.log");
+  for (const char* noise : {"[info]", "InitGoogleLogging", "scatter_reduce", "[W "}) {
+    EXPECT_EQ(console.find(noise), std::string::npos) << noise << "\n" << console;
+    EXPECT_EQ(errors.find(noise), std::string::npos) << noise << "\n" << errors;
+  }
+  EXPECT_EQ(count(console, "Epoch    GPU_mem"), 2u) << console;  // the progress header of each epoch
+  EXPECT_EQ(count(console, "mAP50-95)"), 2u) << console;       // the validation table of each epoch
+  EXPECT_NE(console.find("epoch 1/2: train"), std::string::npos) << console;
+  EXPECT_NE(console.find("epoch 2/2: train"), std::string::npos) << console;
+  // The tables of the run, once at the end; no per-epoch table, warm-up, window or diagnosis line.
+  EXPECT_EQ(count(console, "max % of step"), 1u) << console;
+  EXPECT_EQ(count(console, "loader part"), 1u) << console;
+  EXPECT_EQ(count(console, "run diagnosis"), 1u) << console;
+  EXPECT_GT(console.find("max % of step"), console.find("epoch 2/2: train")) << console;
+  for (const char* per_epoch : {"warm-up (steps", "diagnosis (steps", "epoch 1/2 (", "img/s, data-wait"})
+    EXPECT_EQ(console.find(per_epoch), std::string::npos) << per_epoch << "\n" << console;
+  // train.log: every epoch's table, loader table and the window lines; 1-based epochs only.
+  EXPECT_NE(log.find("epoch 1/2 (steps 2-3)"), std::string::npos) << log;
+  EXPECT_NE(log.find("epoch 2/2 (steps 4-7)"), std::string::npos) << log;
+  EXPECT_GE(count(log, "max % of step"), 3u) << log;  // two epochs and the run
+  EXPECT_GE(count(log, "loader part"), 3u) << log;
+  EXPECT_NE(log.find("warm-up (steps 0-1"), std::string::npos) << log;
+  EXPECT_NE(log.find("diagnosis (steps "), std::string::npos) << log;
+  EXPECT_EQ(log.find("epoch 0"), std::string::npos) << log;
+  EXPECT_EQ(log.find("[info]"), std::string::npos) << log;
 }
 
 TEST(Cli, AStartThatFailsBeforeTrainingLeavesNoRunDirBehind) {

@@ -100,7 +100,7 @@ TEST(Profiler, WarmupStepsFormTheirOwnWindowKeptOutOfTablesSummaryAndDiagnosis) 
     EXPECT_FALSE(p.take_window_line().has_value());
     for (int64_t i = 2; i < 6; ++i) step(p, i, 100us);
     const std::string table = p.end_epoch();
-    EXPECT_NE(table.find("epoch 0 (steps 2-5)"), std::string::npos) << table;
+    EXPECT_NE(table.find("epoch 1 (steps 2-5)"), std::string::npos) << table;  // counted from 1
     const auto run = p.run_summary();
     EXPECT_EQ(run.steps, 4);
     EXPECT_EQ(run.first_step, 2);
@@ -176,7 +176,7 @@ TEST(Profiler, EpochTableCsvAndSummaryJson) {
         auto s = p.stage("checkpoint");  // after the table: a "late" stage of this epoch
         std::this_thread::sleep_for(1ms);
       }
-      EXPECT_NE(table.find("epoch " + std::to_string(e)), std::string::npos) << table;
+      EXPECT_NE(table.find("epoch " + std::to_string(e + 1) + " ("), std::string::npos) << table;  // from 1
       EXPECT_NE(table.find("% of step"), std::string::npos) << table;
       EXPECT_NE(table.find("val"), std::string::npos) << table;
       EXPECT_NE(table.find("diagnosis: "), std::string::npos) << table;

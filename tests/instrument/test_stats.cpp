@@ -100,13 +100,14 @@ TEST(Stats, TableListsStagesStepAndEpochLevelStages) {
   val.per_epoch = true;
   w.stages.push_back(val);
   const std::string t = format_table(w);
-  EXPECT_NE(t.find("epoch 2 (steps 20-29)"), std::string::npos) << t;
+  EXPECT_NE(t.find("epoch 3 (steps 20-29)"), std::string::npos) << t;  // WindowSummary::epoch counts from 0
+  EXPECT_NE(format_table(w, 5).find("epoch 3/5 (steps 20-29)"), std::string::npos) << format_table(w, 5);
   EXPECT_NE(t.find("% of step"), std::string::npos) << t;
   for (const char* n : {"dataloader", "backward", "ema", "step", "val"}) EXPECT_NE(t.find(n), std::string::npos) << n;
   EXPECT_NE(t.find("38.2%"), std::string::npos) << t;
   EXPECT_NE(t.find("30.0% of epoch"), std::string::npos) << t;
   w.first_step = w.last_step = -1;  // instrument_warmup longer than the epoch: no measured step
-  EXPECT_NE(format_table(w).find("epoch 2 (all its steps in the warm-up window)"), std::string::npos);
+  EXPECT_NE(format_table(w, 5).find("epoch 3/5 (all its steps in the warm-up window)"), std::string::npos);
 }
 
 }  // namespace

@@ -78,6 +78,7 @@ struct Run {
   AmpPolicy amp;
   GradScaler scaler{GradScalerOptions{65536.0, 2.0, 0.5, 2000, /*enabled=*/false}};
   std::unique_ptr<instrument::Profiler> prof;
+  std::string loader_table;  ///< the latest epoch's loader-part table (report_loader), for the run summary
   std::optional<Validator> validator;  ///< rank 0 only
   ResultsCsv results{""};    ///< appended (written) by rank 0 only
   const Callbacks* callbacks = nullptr;
@@ -119,8 +120,14 @@ NamedTensors resume(Run& run);
 void report_ranks(Run& run);
 
 /// After each epoch's table: takes the train loader's per-transform times (Loader::take_stats, every rank) and, on
-/// rank 0, logs them with the disk read rate (/proc/self/io) and records them (breakdown.csv kind "loader").
+/// rank 0, logs them to train.log with the disk read rate (/proc/self/io), keeps them as Run::loader_table and
+/// records them (breakdown.csv kind "loader").
 void report_loader(Run& run);
+
+/// The end of a run, on the console and in train.log (rank 0, instrument on): the stage table of every step
+/// measured outside the warm-up and the latest epoch's loader-part table; the run diagnosis follows
+/// (Profiler::finish). The per-epoch tables are in train.log only.
+void report_run(Run& run);
 
 /// Test hook (never set in production): YOLO11_TEST_DELAY="stage:rank:ms[,stage:rank:ms...]" makes `stage` (a
 /// step stage name) on rank `rank` sleep `ms` milliseconds inside its timed range, so tests can make a straggler.

@@ -50,6 +50,7 @@ inline constexpr std::array<const char*, 4> kLoaderStages = {"load", "mosaic", "
 struct ProfilerOptions {
   Level level = Level::basic;
   int64_t log_every = 10;  ///< steps per window (log line, breakdown.csv rows, window diagnosis); ≥ 1
+  int64_t epochs = 0;      ///< the run's epochs: the epoch tables say "epoch N/E"; 0 = unknown ("epoch N")
   /// The first `warmup_steps` steps of this process (oneDNN/cuDNN primitive creation, allocator growth: ~2× a
   /// steady step on CPU) form their own "warmup" window: logged, written to breakdown.csv (kind "warmup") and to
   /// summary.json ("warmup": steps, mean step, ratio to the steady mean), and kept out of the windows, the epoch

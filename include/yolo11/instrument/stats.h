@@ -54,7 +54,8 @@ void summarize_samples(const std::vector<double>& samples, StageSummary& out);
 std::string format_window_line(const WindowSummary& w);
 /// Parses a window line (anywhere inside a log line); false when `line` is not one.
 bool parse_window_line(const std::string& line, WindowSummary& out);
-/// Table: stage | mean | p50 | p95 | max | % of step, plus a step row and throughput/utilisation footer.
-std::string format_table(const WindowSummary& w);
+/// Table: stage | mean | p50 | p95 | max | % of step, plus a step row and throughput/utilisation footer. An epoch
+/// table is headed "epoch N/E" (N 1-based; "epoch N" when `epochs` is 0, unknown).
+std::string format_table(const WindowSummary& w, int64_t epochs = 0);
 
 }  // namespace yolo11::instrument

@@ -1,6 +1,9 @@
 #pragma once
 // A run's directory and its console/file logging (Ultralytics' save_dir, LOGGER and the tqdm progress line).
+#include <spdlog/logger.h>
+
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,13 +16,18 @@ namespace yolo11::io {
 /// be created.
 std::string make_run_dir(const std::string& project, const std::string& name, bool exist_ok, bool weights_dir = true);
 
-/// Makes spdlog's default logger write to the console (colours) and `<run_dir>/train.log` (plain lines), pattern
-/// "%v", flushed at info; registers "yolo11_file", a file-only twin for lines the console already shows (the \r
-/// progress line on a terminal). `append`: a resumed run adds to its train.log instead of replacing it.
+/// Makes spdlog's default logger write to the console and `<run_dir>/train.log`, both as io::plain_sink lines
+/// (include/yolo11/io/console.h), flushed at info; registers "yolo11_file", a file-only twin for what train.log
+/// keeps and the console does not show (the \r progress line on a terminal, the per-epoch stage and loader tables).
+/// `append`: a resumed run adds to its train.log instead of replacing it.
 void setup_run_logging(const std::string& run_dir, bool append);
 
-/// DDP ranks other than 0: console only, warnings and errors, prefixed "[rank N] " (Ultralytics silences them
-/// too); "yolo11_file" is registered without sinks (rank 0's train.log is the run's log).
+/// The logger of lines for train.log only: "yolo11_file" when registered (setup_run_logging, setup_rank_logging),
+/// else the default logger (a profiler outside a training run logs to wherever spdlog logs).
+std::shared_ptr<spdlog::logger> file_log();
+
+/// DDP ranks other than 0: console only (io::plain_sink), warnings and errors, prefixed "[rank N] " (Ultralytics
+/// silences them too); "yolo11_file" is registered without sinks (rank 0's train.log is the run's log).
 void setup_rank_logging(int rank);
 
 /// The column header of the progress line: Epoch GPU_mem box_loss cls_loss dfl_loss Instances Size.
