@@ -39,7 +39,7 @@ int predict(int argc, char** argv) {
       throw std::runtime_error("no source: pass --source PATH (or source=PATH): an image, a folder, a glob, a video "
                                "file, a webcam index or a .txt list");
     torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-    spdlog::info("{}", yolo11::engine::tune_malloc());
+    spdlog::debug("{}", yolo11::engine::tune_malloc());
     engine::resolve_source(source);  // before the weights: fail fast on a bad path
     engine::Predictor p(weights, o);
     spdlog::info("{}", p.weights_report());

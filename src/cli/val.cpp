@@ -40,8 +40,8 @@ int val(int argc, char** argv) {
     auto cfg = yolo11::config::TrainConfig::load("", overrides);
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     torch::set_num_threads(cfg.threads > 0 ? static_cast<int>(cfg.threads) : cores);
-    spdlog::info("{}", yolo11::engine::flush_denormals());
-    spdlog::info("{}", yolo11::engine::tune_malloc());
+    spdlog::debug("{}", yolo11::engine::flush_denormals());  // environment lines: train.log of a training run has them
+    spdlog::debug("{}", yolo11::engine::tune_malloc());
     auto det = yolo11::engine::load_detector(weights, cfg.model.empty() ? "configs/models/yolo11.yaml" : cfg.model);
     spdlog::info("{}", det.report);
     spdlog::info("{}", det.model->summary(cfg.imgsz));
@@ -94,7 +94,8 @@ int val(int argc, char** argv) {
     if (vo.half) det.model->to(torch::kHalf);
     const auto r = validator.run(det.model, &criterion, device);
     // The trainer's val/*_loss columns: the mean of the per-batch loss items, so they depend on the batch split.
-    spdlog::info("Losses (mean over {} batches of {}): box {:.5f}, cls {:.5f}, dfl {:.5f}", loader->num_batches(),
+    spdlog::info("Losses (mean over {} batch{} of {}): box {:.5f}, cls {:.5f}, dfl {:.5f}", loader->num_batches(),
+                 loader->num_batches() == 1 ? "" : "es",
                  cfg.batch, r.loss_items[0], r.loss_items[1], r.loss_items[2]);
     spdlog::info("metrics (exact): {{\"precision\": {:.9g}, \"recall\": {:.9g}, \"mAP50\": {:.9g}, "
                  "\"mAP50-95\": {:.9g}}}",

@@ -156,8 +156,8 @@ Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& inf
 
   spdlog::debug("dataset {}: {}", src_list, summary());  // the loader factories log it as "train:" / "val:"
   const size_t show = std::min<size_t>(warnings_.size(), 20);
-  for (size_t i = 0; i < show; ++i) spdlog::warn("  {}", warnings_[i]);
-  if (warnings_.size() > show) spdlog::warn("  ... and {} more warnings", warnings_.size() - show);
+  for (size_t i = 0; i < show; ++i) spdlog::warn("{}", warnings_[i]);
+  if (warnings_.size() > show) spdlog::warn("... and {} more warnings", warnings_.size() - show);
   if (!stats_.cache_path.empty()) spdlog::debug("label cache {}", stats_.cache_path);
 
   // ---- rect: aspect-ratio order and batch shapes ------------------------------------------------------------------

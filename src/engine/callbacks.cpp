@@ -96,8 +96,9 @@ struct ConsoleLogger {
                                     : std::string());
   }
   void train_end(TrainContext& c) {
-    spdlog::info("{} epoch{} completed in {:.3f} hours.", c.run->summary.epochs_done,
-                 c.run->summary.epochs_done == 1 ? "" : "s", c.run->summary.seconds / 3600.0);
+    // As the reference: the epochs this process trained (a resumed run counts from its start epoch).
+    const int64_t n = c.run->summary.epochs_done - c.run->start_epoch;
+    spdlog::info("{} epoch{} completed in {:.3f} hours.", n, n == 1 ? "" : "s", c.run->summary.seconds / 3600.0);
   }
 };
 

@@ -4,6 +4,7 @@
 #include <torch/nn/functional.h>
 
 #include <cmath>
+#include <filesystem>
 #include <stdexcept>
 
 #include "yolo11/compat.h"
@@ -13,6 +14,9 @@
 namespace yolo11::engine {
 
 LoadedDetector load_detector(const std::string& weights, const std::string& model_yaml) {
+  if (!std::filesystem::exists(weights))
+    throw std::runtime_error("weights=" + weights + ": no such file (relative paths are from the current directory; "
+                             "a run's are runs/train/NAME/weights/best.safetensors)");
   io::TensorFile file;
   bool sppf_act = true;
   if (io::is_pt_path(weights)) {  // an Ultralytics checkpoint: scale, nc, names and SPPF form from the model record

@@ -169,7 +169,7 @@ void setup_model(Run& r) {
   }
   if (cfg.pretrained != "true" && cfg.pretrained != "false" && !cfg.pretrained.empty())
     model::load_weights(*r.net, cfg.pretrained);  // logs its transfer report (once)
-  else if (cfg.pretrained == "true")
+  else if (cfg.pretrained == "true" && !ck && !r.resuming)
     spdlog::info("pretrained=true: no weights file given (pretrained=path.safetensors loads one); training from scratch");
   spdlog::info("{}", r.net->summary(cfg.imgsz));
   r.net->to(r.device);
@@ -299,11 +299,27 @@ NamedTensors resume(Run& r) {
   return resumed_scaler;
 }
 
+namespace {
+/// model=x.pt and pretrained=FILE must exist before the dataset scan: this project downloads nothing.
+void check_weight_files(const config::TrainConfig& cfg) {
+  auto check = [](const std::string& key, const std::string& path) {
+    if (std::filesystem::exists(path)) return;
+    throw std::runtime_error(key + "=" + path + ": no such file (relative paths are from the current directory). " +
+                             "Weights are not downloaded here: get Ultralytics' released ones from " +
+                             "https://github.com/ultralytics/assets/releases (yolo11n.pt, ...) and pass their path");
+  };
+  if (io::is_pt_path(cfg.model)) check("model", cfg.model);
+  if (cfg.pretrained != "true" && cfg.pretrained != "false" && !cfg.pretrained.empty())
+    check("pretrained", cfg.pretrained);
+}
+}  // namespace
+
 std::unique_ptr<Run> build_run(config::TrainConfig& cfg, const Callbacks& callbacks, TrainerHooks hooks) {
   auto run = std::make_unique<Run>(cfg);
   Run& r = *run;
   r.hooks = std::move(hooks);
   try {
+    if (cfg.resume == "false") check_weight_files(cfg);
     setup_environment(r, callbacks);
     if (const std::string line = resolve_batch(cfg, r.device); !line.empty()) spdlog::warn("{}", line);  // batch=-1
     setup_data(r);

@@ -348,7 +348,11 @@ AnalyzeResult analyze_run(const std::string& path) {
                          ? "UNKNOWN: no summary.json or args.yaml beside the log, so the advice assumes Ultralytics' "
                            "defaults; analyze the run directory for advice that names its real settings"
                          : "from " + r.context_source);
-  rep += "diagnosis: " + r.diagnosis.to_string() + "\n";
+  if (r.warmup_only)  // as the trainer's run diagnosis: no verdict from start-up costs, only what they would suggest
+    rep += "diagnosis: no diagnosis: no step was measured outside the instrument warm-up (as the run's own line "
+           "says); the warm-up steps alone read as " + r.diagnosis.to_string() + "\n";
+  else
+    rep += "diagnosis: " + r.diagnosis.to_string() + "\n";
   const auto wi = format_what_if(what_if(r.overall, r.context.workers, cpu_share(r.context)), r.overall.step.mean);
   if (!wi.empty()) rep += wi + "\n";
   if (const auto c = read_advice_check(dir.string()))  // yolo11-sweep --verify RUN_DIR, verify_advice=true

@@ -225,7 +225,13 @@ TEST(Cli, ErrorsGoToStderrInTheKeyValueSpelling) {
       {{"val", "weights=", "data=coco8.yaml"}, "yolo11 val: weights= is required: pass weights=PATH"},
       {{"synth", "out=" + dir + "/synth", "train=abc"}, "train=abc: not an integer"},
       {{"train", "epochs=abc"}, "'abc' is not an integer"},
-      {{"val", "weights=" + dir + "/none.safetensors", "data=coco8.yaml"}, "none.safetensors"},
+      {{"val", "weights=" + dir + "/none.safetensors", "data=coco8.yaml"},
+       "weights=" + dir + "/none.safetensors: no such file"},
+      {{"train", "model=" + dir + "/yolo11n.pt", "data=coco8.yaml", "epochs=1"},
+       "model=" + dir + "/yolo11n.pt: no such file (relative paths are from the current directory). Weights are not "
+       "downloaded here"},
+      {{"train", "pretrained=" + dir + "/nope.safetensors", "data=coco8.yaml", "epochs=1"},
+       "pretrained=" + dir + "/nope.safetensors: no such file"},
   };
   for (const auto& c : cases) {
     fs::remove(out), fs::remove(err);
@@ -235,6 +241,7 @@ TEST(Cli, ErrorsGoToStderrInTheKeyValueSpelling) {
     for (const char* old : {"[error]", "[info]", "--weights", "--train", "Could not convert"})
       EXPECT_EQ(e.find(old) == std::string::npos && o.find(old) == std::string::npos, true) << old << ": " << e << o;
     EXPECT_EQ(o.find(c.says), std::string::npos) << "the error went to stdout: " << o;
+    EXPECT_EQ(o.find("train: "), std::string::npos) << "a missing weights file is found before the dataset scan: " << o;
   }
 }
 

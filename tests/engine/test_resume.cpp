@@ -105,8 +105,9 @@ void expect_kill_and_resume_equal(const std::string& tag, const std::vector<std:
   }
 
   // cfg=FILE beside resume= (the README's `yolo11 train cfg=... resume=...`): the run's saved args still rule
+  const std::string rlog = project + "/resume_log.txt";  // the resumed run's console alone (spawn appends)
   ASSERT_EQ(run({"cfg=" + std::string(YOLO11_TEST_SOURCE_DIR) + "/configs/coco8.yaml", "resume=" + project + "/killed"},
-                log), 0) << read_text(log);
+                rlog), 0) << read_text(rlog);
   const auto full = rows_without_time(fs::path(project) / "full" / "results.csv");
   const auto resumed = rows_without_time(csv);
   ASSERT_EQ(full.size(), 4u);
@@ -116,7 +117,12 @@ void expect_kill_and_resume_equal(const std::string& tag, const std::vector<std:
   const auto t = times(csv);
   ASSERT_EQ(t.size(), 4u);
   for (size_t e = 1; e < 4; ++e) EXPECT_GT(t[e], t[e - 1]) << "epoch " << e + 1 << "\n" << read_text(csv.string());
-  EXPECT_NE(read_text(log).find("Resuming training from"), std::string::npos);
+  const std::string resumed_log = read_text(rlog);
+  EXPECT_NE(resumed_log.find("Resuming training from"), std::string::npos);
+  // As the reference, the closing line counts the epochs this process trained (at most 2: it was killed after 2)
+  EXPECT_EQ(resumed_log.find("4 epochs completed"), std::string::npos) << resumed_log;
+  EXPECT_NE(resumed_log.find(" completed in "), std::string::npos) << resumed_log;
+  EXPECT_EQ(resumed_log.find("training from scratch"), std::string::npos) << resumed_log;
 }
 
 }  // namespace
