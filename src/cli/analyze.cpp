@@ -68,8 +68,7 @@ int analyze(int argc, char** argv) {
                               {"context_source", r.context_source.empty() ? "unknown (defaults assumed)" : r.context_source}};
     std::cout << j.dump(2) << "\n";
   } catch (const std::exception& e) {
-    std::cerr << "yolo11-analyze: " << e.what() << "\n";
-    return 1;
+    return fail(argc > 0 ? argv[0] : nullptr, e);
   }
   return 0;
 }

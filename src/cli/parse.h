@@ -3,8 +3,10 @@
 // typed. Under `yolo11 MODE key=value` (argv[0] "yolo11 MODE", src/cli/dispatch.cpp) the options the front end made
 // of the keys are named back as keys: "train=abc: not an integer", not CLI11's "Could not convert: --train = abc".
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <exception>
 #include <regex>
 #include <string>
 
@@ -58,6 +60,18 @@ inline int parse(CLI::App& app, int argc, char** argv) {
                  keys ? ("yolo11 help " + program.substr(7) + " lists the keys").c_str() : "--help lists the options");
     return 2;
   }
+}
+
+/// The entry points' report of an error that ends the command: "PROGRAM: message" on stderr (PROGRAM as the user
+/// ran it: "yolo11 MODE" under the front end, else the executable's name; not repeated when the message starts with
+/// it). Returns exit code 1.
+inline int fail(const char* argv0, const std::exception& e) {
+  std::string program = argv0 != nullptr ? argv0 : "yolo11";
+  if (program.rfind("yolo11 ", 0) != 0) program = program.substr(program.find_last_of('/') + 1);
+  std::string message = e.what();
+  if (message.rfind(program + ":", 0) != 0) message = program + ": " + message;
+  spdlog::error("{}", message);
+  return 1;
 }
 
 }  // namespace yolo11::cli

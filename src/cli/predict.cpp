@@ -49,8 +49,7 @@ int predict(int argc, char** argv) {
                  s.save_dir);
     return 0;
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return 1;
+    return fail(argc > 0 ? argv[0] : nullptr, e);
   }
 }
 

@@ -62,8 +62,7 @@ int sweep(int argc, char** argv) {
     const auto rep = bench::run_sweep(o);
     return rep.rec.found ? 0 : 1;
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return 1;
+    return fail(argc > 0 ? argv[0] : nullptr, e);
   }
 }
 

@@ -30,8 +30,7 @@ int synth(int argc, char** argv) {
     const std::string yaml = yolo11::data::write_synthetic_dataset(out, o);
     spdlog::info("wrote {} train + {} val images; dataset YAML {}", o.train, o.val, yaml);
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return 1;
+    return fail(argc > 0 ? argv[0] : nullptr, e);
   }
   return 0;
 }

@@ -47,8 +47,7 @@ int train(int argc, char** argv) {
     }
     return 0;
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return 1;
+    return fail(argc > 0 ? argv[0] : nullptr, e);
   }
 }
 

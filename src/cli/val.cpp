@@ -103,8 +103,7 @@ int val(int argc, char** argv) {
     spdlog::info("Results saved to {}", save_dir);
     return 0;
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return 1;
+    return fail(argc > 0 ? argv[0] : nullptr, e);
   }
 }
 

@@ -101,7 +101,7 @@ namespace {
 DatasetInfo load_yaml(const std::string& yaml_arg, const std::string& datasets_dir, bool from_zip) {
   if (yaml_arg.empty())
     throw std::runtime_error("no dataset given: set data=path/to/dataset.yaml (e.g. data=configs/datasets/coco8.yaml) "
-                             "on the command line or in the --cfg file");
+                             "on the command line or in the run file (cfg=FILE, --cfg FILE)");
   const std::string yaml_path = resolve_dataset_yaml(yaml_arg);
   {
     std::string ext = fs::path(yaml_path).extension().string();
