@@ -30,6 +30,7 @@ configs/ file named exists.
 Usage: docs_test.py --source SRC --build BUILD (--doc FILE.md | --help-examples | --self-test)
 """
 import argparse
+import fcntl
 import os
 import re
 import shlex
@@ -365,9 +366,13 @@ def make_scratch(source, build, name):
         have = os.path.join(source, "datasets", ds)
         if not os.path.isdir(os.path.join(have, "images")):
             have = os.path.join(build, "docs-test", "datasets", ds)
-            if not os.path.isdir(os.path.join(have, "images")):
-                subprocess.run([os.path.join(source, "tools", "get_dataset.sh"), ds, os.path.dirname(have)],
-                               check=True, stdout=subprocess.DEVNULL)
+            os.makedirs(os.path.dirname(have), exist_ok=True)
+            # the docs tests run in parallel: one fetch per dataset, the others wait for it
+            with open(os.path.join(os.path.dirname(have), ".fetch.lock"), "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not os.path.isdir(os.path.join(have, "images")):
+                    subprocess.run([os.path.join(source, "tools", "get_dataset.sh"), ds, os.path.dirname(have)],
+                                   check=True, stdout=subprocess.DEVNULL)
         os.symlink(have, os.path.join(root, "datasets", ds))
     os.makedirs(os.path.join(root, "tmp"))
     return root
@@ -507,6 +512,11 @@ def main():
     shared = os.path.abspath(os.path.join(args.source, "..", "shared"))
     os.environ.setdefault("YOLO11_SHARED_DIR", shared)
     os.environ.setdefault("YOLO11_DATASETS_MIRROR", os.path.join(shared, "datasets"))
+    # tools/test.sh passes the mirror as given, relative to the repository root; ctest runs this elsewhere
+    mirror = os.environ["YOLO11_DATASETS_MIRROR"]
+    if not os.path.isabs(mirror):
+        os.environ["YOLO11_DATASETS_MIRROR"] = os.path.abspath(
+            os.path.join(args.source, mirror) if os.path.isdir(os.path.join(args.source, mirror)) else mirror)
     try:
         if args.self_test:
             self_test(args)
