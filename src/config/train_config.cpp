@@ -141,11 +141,6 @@ std::vector<KeyDoc> default_key_docs(const std::string& default_yaml) {
                              "'; set YOLO11_DEFAULT_CFG=/path/to/configs/default.yaml");
   std::vector<KeyDoc> docs;
   std::istringstream in(io::read_file(path));
-  const auto trim = [](std::string t) {
-    t.erase(0, t.find_first_not_of(" \t"));
-    t.erase(t.find_last_not_of(" \t\r") + 1);
-    return t;
-  };
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || !(std::isalnum(static_cast<unsigned char>(line[0])) || line[0] == '_')) continue;  // comments,
     const auto colon = line.find(':');                                      // continuation lines, list items

@@ -213,15 +213,19 @@ std::string png_bytes() {
   cv::imencode(".png", cv::Mat(40, 40, CV_8UC3, cv::Scalar(10, 20, 30)), b);
   return std::string(b.begin(), b.end());
 }
+/// A one-image dataset zip: the YAML at `yaml_entry`, x.png and its label under `root`/{images,labels}/train.
+void make_dataset_zip(const fs::path& zip, const std::string& yaml_entry, const std::string& yaml,
+                      const std::string& root) {
+  make_zip(zip, {{yaml_entry, yaml}, {root + "/images/train/x.png", png_bytes()}, {root + "/labels/train/x.txt", kBox}});
+}
 }  // namespace
 
 TEST(DataRules, ZipDatasetIsUnpackedSafelyIntoDatasetsDir) {
   if (!has_zip_support()) GTEST_SKIP() << "built without libzip";
   const fs::path d = yolo11::test::scratch_dir("zip");
   const fs::path datasets = d / "datasets";
-  make_zip(d / "tiny.zip", {{"tiny/tiny.yaml", "path: tiny\ntrain: images/train\nval: images/train\nnames: [a]\n"},
-                            {"tiny/images/train/x.png", png_bytes()},
-                            {"tiny/labels/train/x.txt", kBox}});
+  make_dataset_zip(d / "tiny.zip", "tiny/tiny.yaml", "path: tiny\ntrain: images/train\nval: images/train\nnames: [a]\n",
+                   "tiny");
   const auto info = load_dataset_yaml((d / "tiny.zip").string(), datasets.string());
   EXPECT_EQ(info.root, (datasets / "tiny").string());
   ASSERT_EQ(info.train.size(), 1u);
@@ -256,9 +260,7 @@ TEST(DataRules, ZipDatasetPathIsRelativeToItsUnpackedYaml) {
   if (!has_zip_support()) GTEST_SKIP() << "built without libzip";
   const fs::path d = yolo11::test::scratch_dir("zip_path");
   const fs::path datasets = d / "datasets";
-  make_zip(d / "dot.zip", {{"dot/data.yaml", "path: .\ntrain: images/train\nval: images/train\nnames: [a]\n"},
-                           {"dot/images/train/x.png", png_bytes()},
-                           {"dot/labels/train/x.txt", kBox}});
+  make_dataset_zip(d / "dot.zip", "dot/data.yaml", "path: .\ntrain: images/train\nval: images/train\nnames: [a]\n", "dot");
   const auto dot = load_dataset_yaml((d / "dot.zip").string(), datasets.string());
   EXPECT_EQ(dot.root, (datasets / "dot").string());
   ASSERT_EQ(dot.train.size(), 1u);
@@ -267,14 +269,11 @@ TEST(DataRules, ZipDatasetPathIsRelativeToItsUnpackedYaml) {
 
   // A relative path naming a folder inside the unpacked tree; a path elsewhere (another machine's) means the YAML's
   // folder, as Ultralytics roots a zip at its YAML's folder.
-  make_zip(d / "sub.zip", {{"sub/data.yaml", "path: data\ntrain: images/train\nval: images/train\nnames: [a]\n"},
-                           {"sub/data/images/train/x.png", png_bytes()},
-                           {"sub/data/labels/train/x.txt", kBox}});
+  make_dataset_zip(d / "sub.zip", "sub/data.yaml", "path: data\ntrain: images/train\nval: images/train\nnames: [a]\n",
+                   "sub/data");
   EXPECT_EQ(load_dataset_yaml((d / "sub.zip").string(), datasets.string()).root, (datasets / "sub" / "data").string());
-  make_zip(d / "far.zip", {{"far/data.yaml", "path: ../elsewhere/far\ntrain: images/train\nval: images/train\n"
-                                             "names: [a]\n"},
-                           {"far/images/train/x.png", png_bytes()},
-                           {"far/labels/train/x.txt", kBox}});
+  make_dataset_zip(d / "far.zip", "far/data.yaml",
+                   "path: ../elsewhere/far\ntrain: images/train\nval: images/train\nnames: [a]\n", "far");
   fs::create_directories(datasets / "elsewhere" / "far");  // exists, but outside what the zip unpacked
   EXPECT_EQ(load_dataset_yaml((d / "far.zip").string(), datasets.string()).root, (datasets / "far").string());
 }
