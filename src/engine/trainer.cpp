@@ -21,6 +21,7 @@
 #include "yolo11/engine/inference.h"
 #include "yolo11/engine/interrupt.h"
 #include "yolo11/engine/run.h"
+#include "yolo11/instrument/sampler.h"
 #include "yolo11/io/pt_checkpoint.h"
 #include "yolo11/io/run_dir.h"
 #include "yolo11/model/weights.h"
@@ -336,6 +337,9 @@ void Trainer::validate_and_save() {
   EpochResult row;
   {
     auto s = r.prof->stage("log");
+    // The epoch's freed memory back to the kernel before the epoch's memory reading (instrument/sampler.h).
+    const double released = instrument::release_free_heap();
+    spdlog::debug("epoch {}: {:.0f} MiB of free heap returned to the system", epoch + 1, released);
     io::file_log()->info("{}", r.prof->end_epoch());  // the console has the run's table at the end (report_run)
     report_loader(r);  // the loader workers' per-transform times of this epoch
     row.epoch = epoch + 1;

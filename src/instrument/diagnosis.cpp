@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "yolo11/instrument/sampler.h"
 #include "yolo11/instrument/stats.h"
 
 namespace yolo11::instrument {
@@ -155,6 +156,30 @@ Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const Diagn
                            100.0 * d.data_share, 100.0 * d.compute_share, 100.0 * d.optimizer_share, gpu);
   }
   return d;
+}
+
+std::string memory_trend(const std::vector<ProcessMemory>& m, int64_t first_epoch) {
+  const size_t n = m.size();
+  if (n < 6) return {};
+  const ProcessMemory& ref = m[2];
+  const ProcessMemory& last = m[n - 1];
+  if (ref.rss_mb <= 0 || last.rss_mb < 1.05 * ref.rss_mb) return {};
+  for (size_t i = n - 3; i < n; ++i)
+    if (m[i].rss_mb <= m[i - 1].rss_mb) return {};
+  const double grew = last.rss_mb - ref.rss_mb;
+  std::string s = fmt::format("RSS keeps rising: {:.0f} MiB after epoch {}, {:.0f} MiB after epoch {} (+{:.0f} %, {:.0f} "
+                              "MiB per epoch)", ref.rss_mb, first_epoch + 2, last.rss_mb, first_epoch + static_cast<int64_t>(n) - 1, 100.0 * grew / ref.rss_mb,
+                              grew / static_cast<double>(n - 3));
+  if (ref.heap_in_use_mb < 0 || last.heap_in_use_mb < 0) return s;
+  const double in_use = last.heap_in_use_mb - ref.heap_in_use_mb, free = last.heap_free_mb - ref.heap_free_mb;
+  s += fmt::format("; heap in use {:+.0f} MiB, allocator's free chunks {:+.0f} MiB", in_use, free);
+  if (in_use >= 0.5 * grew)
+    s += ": memory still referenced grows (a leak or a growing cache): report it with this run's summary.json";
+  else
+    s += ": the allocator keeps freed memory (retention, not a leak)";
+  if (ref.fds >= 0 && last.fds > ref.fds) s += fmt::format("; open files {} → {}", ref.fds, last.fds);
+  if (ref.threads >= 0 && last.threads > ref.threads) s += fmt::format("; threads {} → {}", ref.threads, last.threads);
+  return s;
 }
 
 }  // namespace yolo11::instrument

@@ -539,6 +539,19 @@ std::string Profiler::end_epoch() {
   m.write_csv(w, d);
   nlohmann::json j = m.to_json(w, &d);
   j["wall_s"] = epoch_wall;
+  // Memory at each epoch end: the per-epoch series that tells a leak from allocator retention (memory_trend).
+  const ProcessMemory mem = process_memory();
+  auto na = [](double v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  j["memory"] = {{"rss_mb", na(mem.rss_mb)},   {"heap_in_use_mb", na(mem.heap_in_use_mb)},
+                 {"heap_free_mb", na(mem.heap_free_mb)}, {"heap_mmap_mb", na(mem.heap_mmap_mb)},
+                 {"arenas", mem.arenas},       {"fds", mem.fds},
+                 {"threads", mem.threads}};
+  if (m.epoch_memory.empty()) m.memory_first_epoch = m.epoch + 1;
+  m.epoch_memory.push_back(mem);
+  if (!m.memory_warned) {
+    const std::string trend = memory_trend(m.epoch_memory, m.memory_first_epoch);
+    if (!trend.empty()) spdlog::warn("{}", trend), m.memory_warned = true;
+  }
   m.epochs_json.push_back(std::move(j));
   m.closed_epoch = w;
   m.closed_epoch_wall = epoch_wall;

@@ -97,6 +97,9 @@ struct Profiler::Impl {
   bool have_diag = false;
   std::optional<std::string> pending_line;
   std::vector<nlohmann::json> epochs_json;
+  std::vector<ProcessMemory> epoch_memory;  // one reading per epoch end of this process (summary.json "memory")
+  int64_t memory_first_epoch = 1;           // 1-based epoch of epoch_memory[0]
+  bool memory_warned = false;               // memory_trend's warning is logged once per run
 
   // DDP straggler reports recorded by rank 0 (record_ranks): per-rank sums of the window rows, for summary.json.
   std::vector<RankRow> rank_sums;

@@ -2,13 +2,16 @@
 #include "yolo11/instrument/sampler.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -45,6 +48,49 @@ double process_rss_mb() {
   long long size = 0, resident = 0;
   if (!(f >> size >> resident)) return -1;
   return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / kMiB;
+}
+
+ProcessMemory process_memory() {
+  ProcessMemory m;
+  m.rss_mb = process_rss_mb();
+#if defined(__GLIBC__)
+  const struct mallinfo2 mi = ::mallinfo2();
+  m.heap_in_use_mb = static_cast<double>(mi.uordblks + mi.hblkhd) / kMiB;
+  m.heap_free_mb = static_cast<double>(mi.fordblks) / kMiB;
+  m.heap_mmap_mb = static_cast<double>(mi.hblkhd) / kMiB;
+  // The arena count is only in malloc_info's XML: one <heap nr="N"> element per arena.
+  char* buf = nullptr;
+  size_t len = 0;
+  if (FILE* f = ::open_memstream(&buf, &len)) {
+    const bool ok = ::malloc_info(0, f) == 0;
+    std::fclose(f);
+    if (ok && buf != nullptr) {
+      m.arenas = 0;
+      for (const char* p = buf; (p = std::strstr(p, "<heap nr=")) != nullptr; ++p) ++m.arenas;
+    }
+    std::free(buf);
+  }
+#endif
+  std::error_code ec;
+  int64_t fds = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec))
+    ++fds;
+  if (!ec) m.fds = fds - 1;  // the iterator's own descriptor
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Threads:", 0) == 0) m.threads = std::stoll(line.substr(8));
+  return m;
+}
+
+double release_free_heap() {
+#if defined(__GLIBC__)
+  const double before = process_rss_mb();
+  ::malloc_trim(0);
+  return std::max(0.0, before - process_rss_mb());
+#else
+  return 0;
+#endif
 }
 
 // ---- NVML through dlopen ------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "yolo11/instrument/diagnosis.h"
+#include "yolo11/instrument/sampler.h"
 #include "yolo11/instrument/stats.h"
 
 namespace yolo11::instrument {
@@ -178,6 +179,41 @@ TEST(Diagnosis, NothingMeasuredOutsideTheWarmUpIsNoDiagnosisRatherThanBalanced) 
   EXPECT_EQ(d.bottleneck, Bottleneck::none);
   EXPECT_EQ(d.to_string().rfind("no diagnosis: no step was measured outside the instrument warm-up", 0), 0u)
       << d.to_string();
+}
+
+// One reading per epoch: RSS as given, the heap split so that `leak_share` of each epoch's growth stays in use.
+std::vector<ProcessMemory> epochs(const std::vector<double>& rss, double leak_share, int64_t fds = 7) {
+  std::vector<ProcessMemory> out;
+  for (double r : rss) {
+    ProcessMemory m;
+    m.rss_mb = r;
+    m.heap_in_use_mb = 500 + (r - rss.front()) * leak_share;
+    m.heap_free_mb = 100 + (r - rss.front()) * (1 - leak_share);
+    m.fds = fds, m.threads = 30;
+    out.push_back(m);
+  }
+  return out;
+}
+
+TEST(MemoryTrend, SteadyOrTooShortOrFlatAtTheEndIsQuiet) {
+  EXPECT_EQ(memory_trend(epochs({1400, 1700, 1800, 1810, 1805, 1812, 1808}, 0)), "");  // noise after epoch 3
+  EXPECT_EQ(memory_trend(epochs({1400, 1700, 1800, 1900, 2000}, 0)), "");              // < 6 epochs
+  EXPECT_EQ(memory_trend(epochs({1400, 1700, 1800, 2000, 2100, 2100}, 0)), "");        // not rising at the end
+  EXPECT_EQ(memory_trend(epochs({1400, 1700, 1800, 1820, 1840, 1860}, 0)), "");        // +3.3 % < 5 %
+}
+
+TEST(MemoryTrend, RisingRssTellsRetentionFromLeakWithFigures) {
+  const auto rising = std::vector<double>{1421, 1717, 1806, 1872, 1928, 1953, 1992, 2020};
+  const std::string retention = memory_trend(epochs(rising, 0.1));
+  EXPECT_NE(retention.find("RSS keeps rising: 1806 MiB after epoch 3, 2020 MiB after epoch 8 (+12 %"), std::string::npos)
+      << retention;
+  EXPECT_NE(retention.find("retention, not a leak"), std::string::npos) << retention;
+  const std::string leak = memory_trend(epochs(rising, 0.9), 11);
+  EXPECT_NE(leak.find("after epoch 13, 2020 MiB after epoch 18"), std::string::npos) << leak;
+  EXPECT_NE(leak.find("a leak or a growing cache"), std::string::npos) << leak;
+  auto more_files = epochs(rising, 0.9);
+  more_files.back().fds = 40;
+  EXPECT_NE(memory_trend(more_files).find("open files 7 → 40"), std::string::npos);
 }
 
 }  // namespace

@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 #include <thread>
 
 #include "yolo11/instrument/sampler.h"
@@ -20,6 +24,30 @@ TEST(Sampler, ProcessCpuSecondsGrowWithBusyWork) {
   while (now_ns() < until) x = x + 1.0;
   EXPECT_GT(process_cpu_seconds(), t0 + 0.02);
   EXPECT_GT(process_rss_mb(), 1.0);
+}
+
+TEST(Sampler, ProcessMemorySeesHeapFilesAndThreads) {
+  const ProcessMemory before = process_memory();
+  ASSERT_GT(before.rss_mb, 1.0);
+  ASSERT_GE(before.heap_in_use_mb, 0.0);
+  EXPECT_GE(before.arenas, 1);
+  EXPECT_GE(before.fds, 3);
+  EXPECT_GE(before.threads, 1);
+  // 64 MiB allocated and touched: in use (mmapped, above the threshold); a new descriptor and thread are counted.
+  char* block = static_cast<char*>(std::malloc(64 << 20));
+  ASSERT_NE(block, nullptr);
+  std::memset(block, 1, 64 << 20);
+  const int fd = ::open("/proc/self/stat", O_RDONLY);
+  ProcessMemory during;
+  std::thread t([&] { during = process_memory(); });
+  t.join();
+  EXPECT_GE(during.heap_in_use_mb, before.heap_in_use_mb + 63);
+  EXPECT_GE(during.rss_mb, before.rss_mb + 60);
+  EXPECT_EQ(during.fds, before.fds + 1);
+  EXPECT_EQ(during.threads, before.threads + 1);
+  ::close(fd);
+  std::free(block);
+  EXPECT_LT(process_memory().heap_in_use_mb, during.heap_in_use_mb - 63);
 }
 
 TEST(Sampler, NvmlIsNaWhenTheLibraryIsAbsent) {

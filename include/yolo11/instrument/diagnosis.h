@@ -3,10 +3,12 @@
 // names the current settings and a concrete change. Thresholds are relative (see docs/instrument.md).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace yolo11::instrument {
 
 struct WindowSummary;
+struct ProcessMemory;
 
 /// none: nothing measured to judge (every step of the run fell in the instrument warm-up).
 enum class Bottleneck { balanced, data, compute, optimizer_sync, none };
@@ -56,5 +58,11 @@ struct Diagnosis {
 
 /// Pure function of the window; deterministic (unit-tested on synthetic windows).
 Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const DiagnosisThresholds& t = {});
+
+/// Memory over a run, one reading per epoch in order (instrument/sampler.h; the profiler takes one at each epoch
+/// end), the first taken after epoch `first_epoch` (1-based). Returns "" while RSS is steady, else a warning: how much RSS grew since the third epoch, and whether the
+/// heap in use grew (a leak or a growing cache) or only the allocator's free chunks (retention, not a leak), with
+/// the figures. "Rising" = ≥ 6 epochs, RSS ≥ 5 % above the third reading's and higher at each of the last three.
+std::string memory_trend(const std::vector<ProcessMemory>& per_epoch, int64_t first_epoch = 1);
 
 }  // namespace yolo11::instrument

@@ -46,6 +46,27 @@ double process_cpu_seconds();
 /// Resident set from /proc/self/statm, MiB; −1 when unreadable.
 double process_rss_mb();
 
+/// The process's memory at one moment: what the kernel has resident, and how glibc's heap splits it (mallinfo2,
+/// all arenas). Heap "in use" growing is a leak or a cache; heap "free" growing with in-use flat is the allocator
+/// keeping freed memory (retention). −1 where n/a (no /proc, another libc).
+struct ProcessMemory {
+  double rss_mb = -1;          ///< resident set, MiB
+  double heap_in_use_mb = -1;  ///< allocated and not freed: arenas' in-use chunks + mmapped chunks, MiB
+  double heap_free_mb = -1;    ///< free chunks the arenas keep (not returned to the kernel), MiB
+  double heap_mmap_mb = -1;    ///< of in-use, in chunks mmapped on their own (≥ the mmap threshold), MiB
+  int64_t arenas = -1;         ///< malloc arenas (one per thread that allocated concurrently, up to 8 × cores)
+  int64_t fds = -1;            ///< open file descriptors (/proc/self/fd)
+  int64_t threads = -1;        ///< threads of the process (/proc/self/status)
+};
+/// Reads ProcessMemory. Walks every arena under its lock (milliseconds): call it per epoch, not per step.
+ProcessMemory process_memory();
+/// Gives the kernel back what glibc's arenas hold free (malloc_trim(0): every whole free page inside free chunks, in
+/// every arena). Without it a training process's RSS climbs epoch after epoch while its heap in use stays flat:
+/// freed activations of one step leave holes that the next step's differently-sized requests only partly reuse
+/// (docs/benchmarks.md "Memory over a long run"). Returns the RSS drop in MiB (≥ 0; 0 where n/a); takes
+/// milliseconds: call it per epoch.
+double release_free_heap();
+
 /// NVML through dlopen (libnvidia-ml.so.1, or $YOLO11_NVML_LIBRARY when set). open() returns nullptr (and logs why at debug level) when the library or the device
 /// is unavailable. The CUDA ordinal is mapped to the NVML device by PCI bus id when libcuda is loadable.
 class Nvml {
