@@ -102,6 +102,7 @@ TrainSummary Trainer::train() {
       spdlog::info("max_steps={} reached: stopped without validation or checkpoint", cfg_.max_steps);
       break;
     }
+    if (r.epoch + 1 < cfg_.epochs) start_loader_epoch(r.epoch + 1);  // built while this epoch validates
     validate_and_save();
     if (r.stop) break;
   }
@@ -128,15 +129,7 @@ void Trainer::train_epoch() {
   r.ep.t_start = Clock::now();
   r.prof->begin_epoch(epoch);
   r.sched->on_epoch_start(epoch);
-  // Ultralytics closes at epoch == epochs - close_mosaic, so a run shorter than close_mosaic keeps mosaic
-  // throughout; `>=` closes it again after a resume past that epoch.
-  if (cfg_.close_mosaic > 0 && cfg_.epochs >= cfg_.close_mosaic && epoch >= cfg_.epochs - cfg_.close_mosaic &&
-      !r.mosaic_closed) {
-    spdlog::info("Closing dataloader mosaic");
-    r.train_loader->close_mosaic();
-    r.mosaic_closed = true;
-  }
-  if (!r.synthetic_batch) r.train_loader->start_epoch(epoch);  // synthetic_data: no loader work after the first batch
+  start_loader_epoch(epoch);
   r.net->train();
   r.ep.loss_sum = torch::zeros({3}, torch::TensorOptions().dtype(torch::kDouble).device(r.device));
   r.ep.bad_since_step = torch::zeros({}, torch::TensorOptions().dtype(torch::kBool).device(r.device));
@@ -158,6 +151,21 @@ void Trainer::train_epoch() {
   }
   r.ep.t_train = seconds_since(r.ep.t_start);
   r.fire(Event::on_train_epoch_end);
+}
+
+void Trainer::start_loader_epoch(int64_t epoch) {
+  Run& r = *run_;
+  if (r.loader_epoch == epoch) return;
+  r.loader_epoch = epoch;
+  // Ultralytics closes at epoch == epochs - close_mosaic, so a run shorter than close_mosaic keeps mosaic
+  // throughout; `>=` closes it again after a resume past that epoch.
+  if (cfg_.close_mosaic > 0 && cfg_.epochs >= cfg_.close_mosaic && epoch >= cfg_.epochs - cfg_.close_mosaic &&
+      !r.mosaic_closed) {
+    spdlog::info("Closing dataloader mosaic");
+    r.train_loader->close_mosaic();
+    r.mosaic_closed = true;
+  }
+  if (!r.synthetic_batch) r.train_loader->start_epoch(epoch);  // synthetic_data: no loader work after the first batch
 }
 
 bool Trainer::max_steps_reached() const {

@@ -92,6 +92,7 @@ struct Run {
   int64_t patience_left = 0;
   int nan_streak = 0;
   bool mosaic_closed = false;
+  int64_t loader_epoch = -1;  ///< the epoch the train loader was last started on (Trainer::start_loader_epoch)
   bool stop = false;
   EpochState ep;
   TrainSummary summary;

@@ -61,6 +61,10 @@ class Trainer {
 
  private:
   void train_epoch();
+  /// Starts the train loader on `epoch`, once (closing mosaic first when `epoch` is in the close_mosaic phase).
+  /// train() calls it for the next epoch before validating this one, so the workers build the next epoch's first
+  /// batches while validation runs (no loader wait at the epoch boundary); train_epoch's own call is then a no-op.
+  void start_loader_epoch(int64_t epoch);
   /// One batch: load → h2d → forward → loss → backward → [allreduce → optimizer → EMA]. False when the loader
   /// ran out of batches early.
   bool train_step(int64_t i);
