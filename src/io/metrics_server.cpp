@@ -15,7 +15,9 @@
 #include <fcntl.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -139,11 +141,13 @@ std::string address_of(int fd, bool peer, int& port) {
 
 /// httplib's view of a connection in a worker: first the bytes the poll thread already read, then the socket, all
 /// within the connection's deadline (httplib's own SocketStream only bounds each recv, not the whole request).
+/// Writes are gathered and sent by flush() (httplib writes the head and the body separately: two small segments would
+/// meet the client's delayed ACK).
 class ConnStream final : public httplib::Stream {
  public:
   explicit ConnStream(Conn& c) : c_(c) {}
   bool is_readable() const override { return c_.pending() > 0 || wait_fd(c_.fd, POLLIN, c_.deadline); }
-  bool is_writable() const override { return wait_fd(c_.fd, POLLOUT, c_.deadline); }
+  bool is_writable() const override { return true; }
   ssize_t read(char* ptr, size_t size) override {
     if (c_.pending() == 0) {
       c_.consume_all();
@@ -161,8 +165,25 @@ class ConnStream final : public httplib::Stream {
     return static_cast<ssize_t>(n);
   }
   ssize_t write(const char* ptr, size_t size) override {
-    if (!is_writable()) return -1;
-    return ::send(c_.fd, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    out_.append(ptr, size);
+    if (out_.size() >= 65536 && !flush()) return -1;
+    return static_cast<ssize_t>(size);
+  }
+  /// Sends what was written, by the deadline; false when the client did not take it.
+  bool flush() {
+    size_t off = 0;
+    while (off < out_.size()) {
+      const ssize_t n = ::send(c_.fd, out_.data() + off, out_.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        off += static_cast<size_t>(n);
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        if (!wait_fd(c_.fd, POLLOUT, c_.deadline)) return false;
+      } else {
+        return false;
+      }
+    }
+    out_.clear();
+    return true;
   }
   void get_remote_ip_and_port(std::string& ip, int& port) const override { ip = address_of(c_.fd, true, port); }
   void get_local_ip_and_port(std::string& ip, int& port) const override { ip = address_of(c_.fd, false, port); }
@@ -170,6 +191,7 @@ class ConnStream final : public httplib::Stream {
 
  private:
   Conn& c_;
+  std::string out_;
 };
 
 /// Runs each task on the thread that enqueues it: httplib's accept loop then only hands the socket to
@@ -190,8 +212,15 @@ class GuardedServer final : public httplib::Server {
     set_keep_alive_max_count(static_cast<size_t>(limits.keep_alive_max_requests));
     set_keep_alive_timeout(std::max<time_t>(1, limits.request_timeout.count() / 1000));  // the Keep-Alive header
     set_logger([](const httplib::Request&, const httplib::Response& res) { tl_last_status = res.status; });
-    poller_ = std::thread([this] { poll_loop(); });
-    for (int i = 0; i < limits.workers; ++i) workers_.emplace_back([this] { work_loop(); });
+    poller_ = std::thread([this] {
+      ::pthread_setname_np(::pthread_self(), "metrics-poll");  // named for top -H, /proc/PID/task/*/comm
+      poll_loop();
+    });
+    for (int i = 0; i < limits.workers; ++i)
+      workers_.emplace_back([this] {
+        ::pthread_setname_np(::pthread_self(), "metrics-work");
+        work_loop();
+      });
   }
   /// httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed in Debian's build): a burst of connects
   /// past it waits for the client's SYN retry (1 s). listen() again on the bound socket sets a longer one.
@@ -214,6 +243,8 @@ class GuardedServer final : public httplib::Server {
  private:
   bool process_and_close_socket(socket_t sock) override {
     ::fcntl(sock, F_SETFD, FD_CLOEXEC);
+    int yes = 1;
+    ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);  // a flushed response goes out at once
     auto c = std::make_unique<Conn>();
     c->fd = sock;
     park(std::move(c));
@@ -333,7 +364,7 @@ class GuardedServer final : public httplib::Server {
       const bool last = c->served + 1 >= limits_.keep_alive_max_requests;
       bool closed = false;
       tl_last_status = 0;
-      const bool ok = process_request(strm, last, closed, nullptr);
+      const bool ok = process_request(strm, last, closed, nullptr) && strm.flush();
       ++c->served;
       bool stopping;
       {
@@ -427,6 +458,7 @@ MetricsServer::MetricsServer(std::shared_ptr<MetricsRegistry> registry, const st
   s.widen_backlog(std::max(128, limits.max_connections));
   Impl* m = impl_.get();
   m->thread = std::thread([m] {
+    ::pthread_setname_np(::pthread_self(), "metrics-accept");
     m->server.listen_after_bind();
     m->exited = true;
   });

@@ -1,9 +1,9 @@
 // The /metrics endpoint against misbehaving clients (include/yolo11/io/metrics_server.h, file comment): trickling
 // ("slowloris") and silent clients neither starve a normal scrape nor add threads, and are closed at their deadline;
 // connections past the cap close the oldest waiting one; descriptors do not leak; a client that does not read its
-// responses is cut off; malformed requests get 4xx; keep-alive and pipelined scrapes are answered and promtool
-// accepts each body; the default bind is loopback; render() holds the registry lock for microseconds. Each test runs
-// with a 1 s request timeout so that it ends in a few seconds.
+// responses is cut off; malformed requests get 4xx; keep-alive and pipelined scrapes are answered, without
+// delayed-ACK stalls, and promtool accepts each body; the default bind is loopback; render() holds the registry lock
+// for microseconds. Each test runs with a 1 s request timeout so that it ends in a few seconds.
 #include <gtest/gtest.h>
 #include <ifaddrs.h>
 #include <sys/socket.h>
@@ -324,6 +324,24 @@ TEST(MetricsEndpointFaults, KeepAliveAndPipelinedScrapesAreAnsweredAndPromtoolAc
   EXPECT_NE(responses[3].find("Connection: close"), std::string::npos) << responses[3].substr(0, 300);
   EXPECT_TRUE(closed_silently(s.fd, 1000ms)) << "the connection outlived keep_alive_max_requests";
   if (!promtool) GTEST_SKIP() << "no /usr/bin/promtool (apt-get install prometheus; tools/readers.sh): bodies unchecked";
+}
+
+// A response goes out as one write with TCP_NODELAY: httplib writes head and body separately, and the body's small
+// segment then waited for the client's delayed ACK (40 ms on Linux), capping a keep-alive connection at 25 scrapes/s.
+TEST(MetricsEndpointFaults, KeepAliveScrapesAreNotHeldByDelayedAcks) {
+  if (!io::metrics_server_available()) GTEST_SKIP() << "built without cpp-httplib";
+  const int port = test::free_port();
+  io::MetricsServer server(training_like_registry(), "127.0.0.1", port);
+  Socket s(connect_to(port));
+  std::vector<double> ms;
+  for (int i = 0; i < 20; ++i) {
+    const auto t0 = Clock::now();
+    ASSERT_TRUE(send_all(s.fd, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    ASSERT_EQ(status_of(read_response(s.fd, 2000ms)), 200) << "request " << i;
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  EXPECT_LT(ms[ms.size() / 2], 20) << "median ms per keep-alive scrape";
 }
 
 TEST(MetricsEndpointFaults, TheDefaultBindIsLoopbackOnly) {

@@ -7,7 +7,8 @@
 // Misbehaving clients cannot block the trainer, exhaust threads or starve a normal scrape
 // (tests/io/test_metrics_server.cpp, "MetricsEndpointFaults"):
 //  - Threads: a fixed set, whatever the clients do: httplib's accept thread, one poll() thread that reads every
-//    connection's request head, and MetricsServer::Limits::workers threads that answer complete requests.
+//    connection's request head, and MetricsServer::Limits::workers threads that answer complete requests (named
+//    metrics-accept, metrics-poll, metrics-work in /proc/PID/task/*/comm).
 //  - A connection only reaches a worker once its whole request head (up to the blank line) has arrived, so slow
 //    ("slowloris") and half-open clients wait in the poll thread, not in a worker. Each connection must deliver a
 //    complete head within Limits::request_timeout of connecting or of its previous response (keep-alive idle
