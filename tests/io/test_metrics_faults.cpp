@@ -240,6 +240,7 @@ TEST(MetricsEndpointFaults, AClientThatDoesNotReadIsCutOffAndDoesNotDelayAScrape
   const double t = timed_scrape(port);
   EXPECT_GE(t, 0);
   EXPECT_LT(t, 0.5 + 1.0) << "scrape behind a non-reading client (s); io_timeout is 0.5 s";
+  std::this_thread::sleep_for(1000ms);  // twice io_timeout: reading from now on must find the connection cut
   bool closed = false;
   const std::string got = read_until_close(reader.fd, 3000ms, &closed);
   EXPECT_TRUE(closed) << "the non-reading client was not cut off";
