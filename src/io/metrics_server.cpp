@@ -284,7 +284,8 @@ class GuardedServer final : public httplib::Server {
 
   void poll_loop() {
     static const char k408[] = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
-    static const char k431[] = "HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+    static const char k431[] =
+        "HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
     std::vector<std::unique_ptr<Conn>> waiting;
     std::vector<pollfd> fds;
     for (;;) {
@@ -298,8 +299,9 @@ class GuardedServer final : public httplib::Server {
       }
       // Over the connection cap: close the ones waiting longest (a scrape's head arrives at once, a slow client's not).
       while (waiting.size() + in_workers > static_cast<size_t>(limits_.max_connections) && !waiting.empty()) {
-        auto oldest = std::min_element(waiting.begin(), waiting.end(),
-                                       [](const auto& a, const auto& b) { return a->waiting_since < b->waiting_since; });
+        auto oldest = std::min_element(waiting.begin(), waiting.end(), [](const auto& a, const auto& b) {
+          return a->waiting_since < b->waiting_since;
+        });
         close_conn(*oldest);
         waiting.erase(oldest);
       }

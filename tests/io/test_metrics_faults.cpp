@@ -73,7 +73,8 @@ std::shared_ptr<io::MetricsRegistry> training_like_registry(int stages = 8) {
   }
   for (const char* m : {"precision", "recall", "mAP50", "mAP50-95"})
     reg->set("yolo11_val_metric", std::string("metric=\"") + m + "\"," + r, 0.5);
-  for (int g = 0; g < 3; ++g) reg->set("yolo11_lr", "group=\"" + std::to_string(g) + "\"," + r, g == 2 ? INFINITY : 0.01);
+  for (int g = 0; g < 3; ++g)
+    reg->set("yolo11_lr", "group=\"" + std::to_string(g) + "\"," + r, g == 2 ? INFINITY : 0.01);
   return reg;
 }
 
@@ -114,7 +115,8 @@ std::string read_response(int fd, std::chrono::milliseconds timeout) {
 
 /// promtool's verdict on an exposition body: "" when it passes, its output otherwise.
 std::string promtool_check(const std::string& body, const std::string& dir, int index) {
-  const std::string file = dir + "/body" + std::to_string(index) + ".txt", log = dir + "/promtool" + std::to_string(index) + ".log";
+  const std::string file = dir + "/body" + std::to_string(index) + ".txt";
+  const std::string log = dir + "/promtool" + std::to_string(index) + ".log";
   std::ofstream(file) << body;
   const int rc = test::run("/bin/sh", {"-c", "/usr/bin/promtool check metrics < '" + file + "'"}, log);
   return rc == 0 ? "" : "promtool rc " + std::to_string(rc) + ": " + test::read_text(log);
@@ -324,7 +326,8 @@ TEST(MetricsEndpointFaults, KeepAliveAndPipelinedScrapesAreAnsweredAndPromtoolAc
   EXPECT_EQ(responses[1].find("Connection: close"), std::string::npos) << "closed before keep_alive_max_requests";
   EXPECT_NE(responses[3].find("Connection: close"), std::string::npos) << responses[3].substr(0, 300);
   EXPECT_TRUE(closed_silently(s.fd, 1000ms)) << "the connection outlived keep_alive_max_requests";
-  if (!promtool) GTEST_SKIP() << "no /usr/bin/promtool (apt-get install prometheus; tools/readers.sh): bodies unchecked";
+  if (!promtool)
+    GTEST_SKIP() << "no /usr/bin/promtool (apt-get install prometheus; tools/readers.sh): bodies unchecked";
 }
 
 // A response goes out as one write with TCP_NODELAY: httplib writes head and body separately, and the body's small
