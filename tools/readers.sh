@@ -11,6 +11,7 @@
 #                 use from outside the package registries)
 #   prometheus    Debian's Prometheus server and promtool on /metrics (apt-get, as root or with sudo; skipped with a
 #                 message otherwise)
+#   wrk           Debian's HTTP load generator, for tools/metrics_load.sh (apt-get, as prometheus)
 # Environment: YOLO11_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/yolo11-cpp). Needs python3-venv or python3 -m venv
 # with ensurepip (Debian: python3-venv), and PyPI. A second call finds everything installed and only prints the path.
 set -euo pipefail
@@ -18,13 +19,16 @@ CACHE=${YOLO11_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/yolo11-cpp}
 VENV=$CACHE/readers-venv
 PINS=(tensorboard==2.21.0 safetensors==0.8.0 numpy==2.4.6 HolisticTraceAnalysis==0.5.0 pycocotools==2.0.11)
 log() { echo "[readers] $*" >&2; }
-if ! command -v promtool >/dev/null; then
+APT=()
+command -v promtool >/dev/null || APT+=(prometheus)
+command -v wrk >/dev/null || APT+=(wrk)
+if [ ${#APT[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   if [ -z "$SUDO" ] || sudo -n true 2>/dev/null; then
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null ||
-      { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } ||
-      log "apt-get install prometheus failed: the Prometheus test will skip"
-  else log "not root and no sudo: the Prometheus test will skip (apt-get install prometheus)"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${APT[@]}" >/dev/null ||
+      { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${APT[@]}" >/dev/null; } ||
+      log "apt-get install ${APT[*]} failed: the Prometheus tests will skip, tools/metrics_load.sh will not run"
+  else log "not root and no sudo: the Prometheus tests will skip, tools/metrics_load.sh will not run (apt-get install ${APT[*]})"
   fi
 fi
 if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import tensorboard, safetensors.numpy, hta.trace_analysis, pycocotools.cocoeval' 2>/dev/null; then

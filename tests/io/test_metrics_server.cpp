@@ -1,10 +1,7 @@
 // Prometheus /metrics endpoint (issue 11): a coco8 run with metrics_port=N answers real HTTP requests while it trains
 // (made from the run's own callbacks, over a plain socket) with the text exposition format, values matching what the
 // trainer reports; a port already in use is a clear error naming it; the server is gone when the run ends.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -17,6 +14,7 @@
 #include <vector>
 
 #include "golden.h"
+#include "http_test_client.h"
 #include "process.h"
 #include "yolo11/config/train_config.h"
 #include "yolo11/engine/callbacks.h"
@@ -29,51 +27,9 @@ using engine::Event;
 
 namespace {
 
-/// A listening TCP socket on 127.0.0.1 (port 0: the kernel picks one); closed at destruction.
-struct Listener {
-  int fd = -1;
-  int port = 0;
-  explicit Listener(int want = 0) {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    int yes = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<uint16_t>(want));
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 4) != 0)
-      throw std::runtime_error("test listener: bind/listen failed");
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-  }
-  ~Listener() { ::close(fd); }
-};
-
-/// A port that was free a moment ago.
-int free_port() { return Listener().port; }
-
-/// HTTP/1.0 GET over a plain socket: (status code, body); status −1 when the connection is refused.
-std::pair<int, std::string> http_get(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return {-1, ""};
-  }
-  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  ::send(fd, req.data(), req.size(), 0);
-  std::string resp;
-  char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) resp.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  const auto sp = resp.find(' '), body = resp.find("\r\n\r\n");
-  if (sp == std::string::npos || body == std::string::npos) return {0, resp};
-  return {std::stoi(resp.substr(sp + 1, 3)), resp.substr(body + 4)};
-}
+using test::free_port;
+using test::http_get;
+using test::Listener;
 
 /// Parses the text exposition: "name{labels}" → value; "# TYPE name kind" into `types`. Fails on a malformed line.
 std::map<std::string, double> parse_exposition(const std::string& text, std::map<std::string, std::string>& types) {
