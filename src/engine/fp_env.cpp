@@ -42,8 +42,8 @@ std::string tune_malloc() {
   const bool ok = mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1 &&
                   mallopt(M_TOP_PAD, 64 << 20) == 1;
   if (!ok) return "malloc: mallopt refused the settings: glibc defaults kept";
-  return "malloc: freed memory kept for reuse (glibc: no mmap for large blocks, no heap trim; "
-         "YOLO11_MALLOC_DEFAULTS=1 turns this off)";
+  return "malloc: freed memory kept for reuse within an epoch (glibc: no mmap for large blocks, the heap trimmed at "
+         "each epoch end; YOLO11_MALLOC_DEFAULTS=1 turns this off)";
 #else
   return "malloc: not glibc's (or a sanitizer's): allocator defaults kept";
 #endif

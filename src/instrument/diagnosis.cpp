@@ -170,6 +170,9 @@ std::string memory_trend(const std::vector<ProcessMemory>& m, int64_t first_epoc
   std::string s = fmt::format("RSS keeps rising: {:.0f} MiB after epoch {}, {:.0f} MiB after epoch {} (+{:.0f} %, {:.0f} "
                               "MiB per epoch)", ref.rss_mb, first_epoch + 2, last.rss_mb, first_epoch + static_cast<int64_t>(n) - 1, 100.0 * grew / ref.rss_mb,
                               grew / static_cast<double>(n - 3));
+  if (ref.rss_file_mb >= 0 && last.rss_file_mb >= 0)
+    s += fmt::format("; anonymous {:+.0f} MiB, file-backed {:+.0f} MiB", last.rss_anon_mb - ref.rss_anon_mb,
+                     last.rss_file_mb - ref.rss_file_mb);
   if (ref.heap_in_use_mb < 0 || last.heap_in_use_mb < 0) return s;
   const double in_use = last.heap_in_use_mb - ref.heap_in_use_mb, free = last.heap_free_mb - ref.heap_free_mb;
   s += fmt::format("; heap in use {:+.0f} MiB, allocator's free chunks {:+.0f} MiB", in_use, free);

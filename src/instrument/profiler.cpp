@@ -542,7 +542,8 @@ std::string Profiler::end_epoch() {
   // Memory at each epoch end: the per-epoch series that tells a leak from allocator retention (memory_trend).
   const ProcessMemory mem = process_memory();
   auto na = [](double v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  j["memory"] = {{"rss_mb", na(mem.rss_mb)},   {"heap_in_use_mb", na(mem.heap_in_use_mb)},
+  j["memory"] = {{"rss_mb", na(mem.rss_mb)},   {"rss_anon_mb", na(mem.rss_anon_mb)},
+                 {"rss_file_mb", na(mem.rss_file_mb)}, {"heap_in_use_mb", na(mem.heap_in_use_mb)},
                  {"heap_free_mb", na(mem.heap_free_mb)}, {"heap_mmap_mb", na(mem.heap_mmap_mb)},
                  {"arenas", mem.arenas},       {"fds", mem.fds},
                  {"threads", mem.threads}};

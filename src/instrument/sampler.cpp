@@ -78,8 +78,11 @@ ProcessMemory process_memory() {
     ++fds;
   if (!ec) m.fds = fds - 1;  // the iterator's own descriptor
   std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
+  for (std::string line; std::getline(status, line);) {
     if (line.rfind("Threads:", 0) == 0) m.threads = std::stoll(line.substr(8));
+    if (line.rfind("RssAnon:", 0) == 0) m.rss_anon_mb = std::stod(line.substr(8)) / 1024.0;  // kB
+    if (line.rfind("RssFile:", 0) == 0) m.rss_file_mb = std::stod(line.substr(8)) / 1024.0;
+  }
   return m;
 }
 

@@ -51,6 +51,8 @@ double process_rss_mb();
 /// keeping freed memory (retention). −1 where n/a (no /proc, another libc).
 struct ProcessMemory {
   double rss_mb = -1;          ///< resident set, MiB
+  double rss_anon_mb = -1;     ///< of it, anonymous memory (heap, stacks, tensors): the process's own, MiB
+  double rss_file_mb = -1;     ///< of it, pages of mapped files (library code, mmapped data; the kernel can drop them), MiB
   double heap_in_use_mb = -1;  ///< allocated and not freed: arenas' in-use chunks + mmapped chunks, MiB
   double heap_free_mb = -1;    ///< free chunks the arenas keep (not returned to the kernel), MiB
   double heap_mmap_mb = -1;    ///< of in-use, in chunks mmapped on their own (≥ the mmap threshold), MiB
