@@ -145,16 +145,17 @@ std::string out_of_memory_message(const std::exception& e, RunStage stage, const
                           static_cast<double>(mi.total) / gib);
   }
   const int64_t half = std::max<int64_t>(1, cfg.batch / 2);
+  const bool cache_ram = cfg.cache == "ram" || cfg.cache == "true" || cfg.cache == "True";  // data/dataset.cpp's reading
   std::string lower;
   switch (stage) {
     case RunStage::build:
-      lower = cfg.cache == "ram" ? "cache=ram decodes every image into RAM: use cache=disk or cache=false (or a smaller "
+      lower = cache_ram ? "cache=ram decodes every image into RAM: use cache=disk or cache=false (or a smaller "
                                    "imgsz / fraction)"
                                  : "lower imgsz or fraction, or free memory for the dataset scan and the model";
       break;
     case RunStage::loader:
       lower = fmt::format("lower workers (each builds whole batches ahead), batch (e.g. batch={}) or imgsz{}", half,
-                          cfg.cache == "ram" ? ", or use cache=disk instead of cache=ram" : "");
+                          cache_ram ? ", or use cache=disk instead of cache=ram" : "");
       break;
     case RunStage::step:
       lower = fmt::format("lower batch (e.g. batch={}) or imgsz{}", half,

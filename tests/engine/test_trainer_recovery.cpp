@@ -79,10 +79,10 @@ c10::OutOfMemoryError injected_cuda_oom() {
 }  // namespace
 
 // NaN losses in both steps of epoch 2, on its first pass only: the epoch ends on skipped steps, so it re-runs from
-// the state it started from; results.csv then has epochs 1, 2, 3 once each, all finite, and the run ends normally.
+// the state it started from; results.csv then has epochs 1 and 2 once each, all finite, and the run ends normally.
 TEST(Recovery, NonFiniteEpochRerunsFromItsGoodStateAndResultsContinue) {
   const std::string project = test::scratch_dir("recovery_nan_epoch");
-  auto cfg = coco_run(project, 3, 2);
+  auto cfg = coco_run(project, 2, 2);
   std::map<std::pair<int64_t, int64_t>, int> calls;
   engine::TrainerHooks hooks;
   hooks.on_loss = [&](int64_t epoch, int64_t i, const at::Tensor& loss) {
@@ -90,26 +90,26 @@ TEST(Recovery, NonFiniteEpochRerunsFromItsGoodStateAndResultsContinue) {
   };
   engine::Trainer trainer(cfg, hooks);
   const auto summary = trainer.train();
-  EXPECT_EQ(summary.epochs_done, 3);
+  EXPECT_EQ(summary.epochs_done, 2);
   EXPECT_EQ(summary.nonfinite_skipped_steps, 2);
   EXPECT_EQ(summary.nonfinite_recoveries, 1);
   EXPECT_EQ((calls[{1, 0}]), 2);  // the epoch ran twice
   const fs::path run = fs::path(project) / "run";
-  expect_each_epoch_once(run, 3);
+  expect_each_epoch_once(run, 2);
   const std::string log = file_text(run / "train.log");
   EXPECT_NE(log.find("epoch 2: the epoch ended on 2 optimizer steps skipped for non-finite losses"), std::string::npos)
       << log;
   EXPECT_NE(log.find("recovering (attempt 1/3)"), std::string::npos);
   const auto ck = engine::load_checkpoint((run / "weights").string());
   ASSERT_TRUE(ck.has_value());
-  EXPECT_EQ(ck->epoch, 2);
+  EXPECT_EQ(ck->epoch, 1);
 }
 
 // A finite loss whose gradients are NaN (0·sqrt(0) in the graph) at the last step of epoch 2: the update makes the
 // weights and the EMA non-finite without any non-finite loss; the epoch-end check finds it and the epoch re-runs.
 TEST(Recovery, NonFiniteWeightsAtTheEpochEndAreRecovered) {
   const std::string project = test::scratch_dir("recovery_nan_weights");
-  auto cfg = coco_run(project, 3, 2);
+  auto cfg = coco_run(project, 2, 2);
   int poisoned = 0;
   engine::TrainerHooks hooks;
   hooks.on_loss = [&](int64_t epoch, int64_t i, const at::Tensor& loss) {
@@ -122,11 +122,11 @@ TEST(Recovery, NonFiniteWeightsAtTheEpochEndAreRecovered) {
   EXPECT_EQ(summary.nonfinite_skipped_steps, 0) << "no loss was non-finite";
   EXPECT_EQ(summary.nonfinite_recoveries, 1);
   const fs::path run = fs::path(project) / "run";
-  expect_each_epoch_once(run, 3);
+  expect_each_epoch_once(run, 2);
   EXPECT_NE(file_text(run / "train.log").find("the weights are non-finite at the end of the epoch"), std::string::npos);
   const auto ck = engine::load_checkpoint((run / "weights").string());
   ASSERT_TRUE(ck.has_value());  // the loader refuses non-finite weights
-  EXPECT_EQ(ck->epoch, 2);
+  EXPECT_EQ(ck->epoch, 1);
 }
 
 // 5 optimizer steps in a row with NaN losses in the middle of an epoch (coco128, 9 %: 6 steps per epoch):
@@ -335,4 +335,17 @@ TEST(Recovery, RealAllocationFailuresAreRecognisedAsOutOfMemory) {
   } catch (const std::exception& e) {
     EXPECT_FALSE(engine::is_out_of_memory(e)) << e.what();
   }
+}
+
+// Out of memory while the run is built (no Run yet), with cache=ram: the message names the stage and the cache, and
+// says there is nothing to resume.
+TEST(Recovery, OutOfMemoryWhileBuildingWithCacheRamPointsAtTheCache) {
+  auto cfg = config::TrainConfig::load("", {"cache=ram", "batch=16", "imgsz=640"});
+  const std::string m =
+      engine::out_of_memory_message(std::bad_alloc(), engine::RunStage::build, cfg, /*r=*/nullptr);
+  for (const char* part : {"out of memory in building the run (dataset scan, cache, model): std::bad_alloc. ",
+                           "batch=16 imgsz=640 cache=ram workers=8",
+                           "cache=ram decodes every image into RAM: use cache=disk or cache=false",
+                           "no checkpoint was written yet: nothing to resume"})
+    EXPECT_NE(m.find(part), std::string::npos) << part << "\n" << m;
 }
