@@ -333,6 +333,12 @@ void rebuild_for_batch(Run& r) {
   }
   if (r.mosaic_closed) r.train_loader->close_mosaic();
   r.nb = r.train_loader->num_batches();
+  if (r.prof && cfg.workers > 0) {  // the profiler reads the new workers' CPU time (setup_instrumentation)
+    r.prof->set_loader_cpu_clock([loader = std::weak_ptr<data::Loader>(r.train_loader)] {
+      const auto l = loader.lock();
+      return l ? l->worker_cpu_seconds() : -1.0;
+    });
+  }
   if (r.main_rank) {
     r.validator.reset();
     r.val_loader.reset();
