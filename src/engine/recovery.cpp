@@ -145,7 +145,8 @@ std::string out_of_memory_message(const std::exception& e, RunStage stage, const
                           static_cast<double>(mi.total) / gib);
   }
   const int64_t half = std::max<int64_t>(1, cfg.batch / 2);
-  const bool cache_ram = cfg.cache == "ram" || cfg.cache == "true" || cfg.cache == "True";  // data/dataset.cpp's reading
+  // cache=true means ram (data/dataset.cpp)
+  const bool cache_ram = cfg.cache == "ram" || cfg.cache == "true" || cfg.cache == "True";
   std::string lower;
   switch (stage) {
     case RunStage::build:

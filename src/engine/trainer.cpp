@@ -369,7 +369,8 @@ bool Trainer::train_step(int64_t i) {
       auto s = r.prof->stage("loss");
       out = (*r.criterion)(feats, batch->batch_idx, batch->cls, batch->bboxes);
       if (r.hooks.on_loss) out.total = r.hooks.on_loss(epoch, i, out.total);
-      if (const auto& t = test_nan(); t && t->first == epoch && t->second == r.denv.rank && r.summary.nonfinite_recoveries == 0)
+      const auto& nan_test = test_nan();
+      if (nan_test && nan_test->first == epoch && nan_test->second == r.denv.rank && r.summary.nonfinite_recoveries == 0)
         out.total = out.total * std::numeric_limits<float>::quiet_NaN();
       // Non-finite losses are flagged on the device and checked at the next optimizer step, where the
       // gradient clipping synchronizes anyway: no per-step host sync hides data stalls on a GPU.

@@ -136,9 +136,9 @@ TEST(Recovery, FiveNonFiniteStepsInARowRestartTheEpochAtOnce) {
   // coco128's first 9 % for training (6 steps at batch 2), coco8's 4 val images for the last epoch's validation
   const fs::path coco128 = test::dataset_dir("coco128"), coco8 = test::dataset_dir("coco8");
   const fs::path yaml = fs::path(project) / "coco128_coco8val.yaml";
-  std::ofstream(yaml) << "path: " << coco128.string() << "\ntrain: images/train2017\nval: " << (coco8 / "images" / "val").string()
-                      << "\n" << file_text(repo_file("configs/datasets/coco128.yaml")).substr(
-                                      file_text(repo_file("configs/datasets/coco128.yaml")).find("names:"));
+  const std::string names = file_text(repo_file("configs/datasets/coco128.yaml"));
+  std::ofstream(yaml) << "path: " << coco128.string() << "\ntrain: images/train2017\nval: "
+                      << (coco8 / "images" / "val").string() << "\n" << names.substr(names.find("names:"));
   auto cfg = coco_run(project, 2, 2, {"fraction=0.09", "data=" + yaml.string()}, "coco128");
   std::map<std::pair<int64_t, int64_t>, int> calls;
   engine::TrainerHooks hooks;
@@ -311,7 +311,8 @@ TEST(Recovery, HostOutOfMemoryInValidationIsOneClearErrorAndKeepsTheCheckpoint) 
 }
 
 TEST(Recovery, HostOutOfMemoryInTheCheckpointSaveIsOneClearErrorAndKeepsTheCheckpoint) {
-  expect_clear_host_oom_error("checkpoint", "out of memory in saving the checkpoint in epoch 2/2, step 4: std::bad_alloc. ");
+  expect_clear_host_oom_error("checkpoint",
+                              "out of memory in saving the checkpoint in epoch 2/2, step 4: std::bad_alloc. ");
 }
 
 // Real allocation failures (not injected) are recognised: LibTorch's CPU allocator asked for a petabyte, and
