@@ -49,6 +49,9 @@ MemoryInfo memory_info(int device = 0);
 
 /// Resets the allocator's peak statistics; no-op without CUDA.
 void reset_peak_memory(int device = 0);
+/// Returns the caching allocator's unused cached blocks to the driver (after an out-of-memory error); no-op without
+/// CUDA or a visible GPU.
+void empty_cache();
 
 /// Pool of CUDA start/end event pairs recorded on the current stream of one device; durations are read
 /// later without a device-wide sync (query) or with a wait on just that event (wait). Without CUDA every

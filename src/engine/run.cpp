@@ -181,18 +181,37 @@ void setup_model(Run& r) {
   r.criterion.emplace(r.nc, r.net->strides(), r.net->reg_max(), gains);
 }
 
-void setup_optimization(Run& r) {
+/// Optimizer (its weight decay and the auto choice depend on the batch) and scheduler.
+void setup_optimizer_and_scheduler(Run& r) {
   auto& cfg = r.cfg;
   const int64_t n_images = static_cast<int64_t>(r.train_loader->dataset().size());
-  model::freeze_layers(*r.net, cfg.freeze);
   const ParamGroups groups = build_param_groups(*r.net);
   const int64_t accumulate0 = initial_accumulate(cfg.nbs, cfg.batch);
   const double wd = scaled_weight_decay(cfg.weight_decay, cfg.batch, accumulate0, cfg.nbs);
   const int64_t iterations = auto_rule_iterations(n_images, cfg.batch, cfg.nbs, cfg.epochs);
+  r.sched.reset();  // refers to the optimizer it replaces
   r.opt = build_optimizer(groups, cfg, r.nc, iterations, wd);
   r.sched = std::make_unique<Scheduler>(*r.opt.opt, cfg, r.opt, r.nb);
   if (const auto w = warmup_warning(SchedulerOptions::from(cfg, r.opt, r.nb)); !w.empty()) spdlog::warn("{}", w);
+}
+
+void setup_optimization(Run& r) {
+  model::freeze_layers(*r.net, r.cfg.freeze);
+  setup_optimizer_and_scheduler(r);
   r.ema = std::make_unique<ModelEMA>(model::state_dict(*r.net));
+}
+
+/// Rank 0's validator on the val loader.
+void setup_validator(Run& r) {
+  const auto& cfg = r.cfg;
+  ValidatorOptions vo;
+  vo.conf = cfg.conf.value_or(0.001);
+  vo.iou = cfg.iou;
+  vo.max_det = cfg.max_det;
+  vo.plots = cfg.plots;
+  vo.save_dir = r.run_dir;
+  vo.verbose = cfg.verbose;
+  r.validator.emplace(r.val_loader, r.names, vo);
 }
 
 /// Mixed precision: autocast dtype, loss scaler (after resume: the check sees the trained weights).
@@ -299,6 +318,38 @@ NamedTensors resume(Run& r) {
   return resumed_scaler;
 }
 
+void rebuild_for_batch(Run& r) {
+  auto& cfg = r.cfg;
+  if (cfg.rect) {  // the dataset's rect shapes are per batch
+    r.train_loader = make_train_loader(r.info, cfg, r.device, r.denv.rank, r.denv.world);
+  } else {
+    const auto& old = *r.train_loader;
+    data::LoaderOptions lo = old.options();
+    lo.batch = r.denv.world > 1 ? cfg.batch / r.denv.world : cfg.batch;
+    auto ds = old.dataset_ptr();
+    auto aug = old.augment_options();
+    r.train_loader.reset();  // its workers and prefetched batches go first
+    r.train_loader = std::make_shared<data::Loader>(std::move(ds), aug, lo);
+  }
+  if (r.mosaic_closed) r.train_loader->close_mosaic();
+  r.nb = r.train_loader->num_batches();
+  if (r.prof && cfg.workers > 0) {  // the profiler reads the new workers' CPU time (setup_instrumentation)
+    r.prof->set_loader_cpu_clock([loader = std::weak_ptr<data::Loader>(r.train_loader)] {
+      const auto l = loader.lock();
+      return l ? l->worker_cpu_seconds() : -1.0;
+    });
+  }
+  if (r.main_rank) {
+    r.validator.reset();
+    r.val_loader.reset();
+    r.val_loader = make_val_loader(r.info, r.info.val, cfg, cfg.batch * 2, "val");
+    setup_validator(r);
+    cfg.save_args(r.run_dir);  // resume= reads the batch from args.yaml
+  }
+  setup_optimizer_and_scheduler(r);
+  r.global_step = r.start_epoch * r.nb;  // only the first epoch retries: build_run's step numbering
+}
+
 namespace {
 /// model=x.pt and pretrained=FILE must exist before the dataset scan: this project downloads nothing.
 void check_weight_files(const config::TrainConfig& cfg) {
@@ -348,16 +399,7 @@ std::unique_ptr<Run> build_run(config::TrainConfig& cfg, const Callbacks& callba
   } else if (cfg.sync_bn) {
     spdlog::info("sync_bn=true has no effect in a single process (WORLD_SIZE=1)");
   }
-  if (r.main_rank) {
-    ValidatorOptions vo;
-    vo.conf = cfg.conf.value_or(0.001);
-    vo.iou = cfg.iou;
-    vo.max_det = cfg.max_det;
-    vo.plots = cfg.plots;
-    vo.save_dir = r.run_dir;
-    vo.verbose = cfg.verbose;
-    r.validator.emplace(r.val_loader, r.names, vo);
-  }
+  if (r.main_rank) setup_validator(r);
   r.patience_left = cfg.patience;
   r.epoch = r.start_epoch;
   r.global_step = r.start_epoch * r.nb;

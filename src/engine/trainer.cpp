@@ -7,6 +7,9 @@
 // DDP (WORLD_SIZE > 1, docs/dist.md): every rank runs this same loop on its shard with batch / world; at each
 // optimizer step the accumulated gradients are summed over ranks ("allreduce" stage) before unscale/clip/step;
 // rank 0 alone writes the run dir and validates.
+// Faults (docs/recipe.md "Crash safety"): an epoch that turns non-finite re-runs from the good state it started from
+// (train_epoch, src/engine/recovery.cpp); an out-of-memory error in the first epoch halves the batch; any other one
+// ends the run with one message naming the stage (Trainer::train).
 // Reference: Ultralytics BaseTrainer._do_train / DetectionTrainer (8.4.50).
 #include "yolo11/engine/trainer.h"
 
@@ -14,12 +17,17 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <limits>
+#include <optional>
+#include <sstream>
 
 #include "yolo11/compat.h"
 #include "yolo11/data/transforms.h"
 #include "yolo11/engine/inference.h"
 #include "yolo11/engine/interrupt.h"
+#include "yolo11/engine/recovery.h"
 #include "yolo11/engine/run.h"
 #include "yolo11/instrument/sampler.h"
 #include "yolo11/io/pt_checkpoint.h"
@@ -31,6 +39,33 @@ namespace fs = std::filesystem;
 
 namespace {
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// "loss nan (box, cls, dfl 1.234, 5.678, 0.9)": a step's total loss and its items, read on the host (a sync: only
+/// when a run is failing).
+std::string losses_string(const at::Tensor& total, const at::Tensor& items) {
+  if (!total.defined() || !items.defined()) return "n/a";
+  const auto v = items.detach().to(torch::kCPU, torch::kDouble);
+  std::vector<double> parts(static_cast<size_t>(v.numel()));
+  for (int64_t k = 0; k < v.numel(); ++k) parts[static_cast<size_t>(k)] = v[k].item<double>();
+  return fmt::format("loss {:.4g} (box, cls, dfl {:.4g})", total.detach().to(torch::kCPU).item<double>(),
+                     fmt::join(parts, ", "));
+}
+
+/// Test hook (never set in production): YOLO11_TEST_NAN="EPOCH:RANK" makes every loss of the 0-based epoch EPOCH on
+/// rank RANK NaN until the run's first non-finite recovery (tests/dist: the ranks recover together).
+const std::optional<std::pair<int64_t, int64_t>>& test_nan() {
+  static const std::optional<std::pair<int64_t, int64_t>> v = []() -> std::optional<std::pair<int64_t, int64_t>> {
+    const char* e = std::getenv("YOLO11_TEST_NAN");
+    if (e == nullptr || *e == '\0') return std::nullopt;
+    std::istringstream is(e);
+    int64_t epoch = 0, rank = 0;
+    char colon = 0;
+    if (!(is >> epoch >> colon >> rank) || colon != ':')
+      throw std::runtime_error(std::string("YOLO11_TEST_NAN=") + e + ": expected EPOCH:RANK (test hook)");
+    return std::make_pair(epoch, rank);
+  }();
+  return v;
+}
 }  // namespace
 
 config::TrainConfig prepare_resume(const config::TrainConfig& cfg, const std::vector<std::string>& overrides) {
@@ -91,8 +126,33 @@ Trainer::Trainer(config::TrainConfig cfg, TrainerHooks hooks) : cfg_(std::move(c
 Trainer::~Trainer() = default;
 
 TrainSummary Trainer::train() {
+  try {
+    return run_all();
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    // One clear error instead of "std::bad_alloc": nothing of the failure touched the checkpoints (save_checkpoint
+    // replaces files atomically), so the message can point at last.* and resume=.
+    throw std::runtime_error(out_of_memory_message(e, static_cast<RunStage>(stage_), cfg_, run_.get()));
+  }
+}
+
+void Trainer::enter(int stage) {
+  stage_ = stage;
+  if (run_ && run_->hooks.on_stage) {
+    const auto s = static_cast<RunStage>(stage);
+    const char* name = s == RunStage::loader       ? "loader"
+                       : s == RunStage::validation ? "validation"
+                       : s == RunStage::checkpoint ? "checkpoint"
+                                                   : nullptr;
+    if (name != nullptr) run_->hooks.on_stage(name, run_->epoch);
+  }
+}
+
+TrainSummary Trainer::run_all() {
+  stage_ = static_cast<int>(RunStage::build);
   run_ = build_run(cfg_, callbacks_, hooks_);
   Run& r = *run_;
+  stage_ = static_cast<int>(RunStage::other);
   r.fire(Event::on_train_start);
   for (r.epoch = r.start_epoch; r.epoch < cfg_.epochs; ++r.epoch) {
     train_epoch();
@@ -106,6 +166,7 @@ TrainSummary Trainer::train() {
     validate_and_save();
     if (r.stop) break;
   }
+  stage_ = static_cast<int>(RunStage::other);
   r.epoch = std::min(r.epoch, cfg_.epochs - 1);  // on_train_end sees the last epoch run, not one past it
   check_replicas();
   report_run(r);
@@ -115,6 +176,7 @@ TrainSummary Trainer::train() {
                              r.summary.epochs_done);
   r.summary.best_fitness = r.best_fitness;
   r.summary.seconds = seconds_since(r.t_run);
+  r.summary.batch = cfg_.batch;
   r.fire(Event::on_train_end);
   r.fire(Event::teardown);
   TrainSummary summary = r.summary;
@@ -125,11 +187,39 @@ TrainSummary Trainer::train() {
 void Trainer::train_epoch() {
   Run& r = *run_;
   const int64_t epoch = r.epoch;
-  r.ep = EpochState{};
-  r.ep.t_start = Clock::now();
+  const auto t_start = Clock::now();
+  int64_t first_step = r.global_step;
   r.prof->begin_epoch(epoch);
+  // What a non-finite epoch starts over from (host copies of the EMA, optimizer and scaler state; its size and time
+  // go to train.log, docs/recipe.md "Crash safety" has measured ones).
+  const auto t_keep = Clock::now();
+  r.good = keep_good_state(r);
+  io::file_log()->info("epoch {}: good state kept for non-finite recovery: {:.1f} MiB in {:.1f} ms", epoch + 1,
+                       static_cast<double>(r.good->bytes) / (1024.0 * 1024.0), 1e3 * seconds_since(t_keep));
+  for (;;) {
+    run_epoch_pass(first_step, t_start);
+    if (r.ep.restart == EpochState::Restart::none) break;
+    prepare_restart();
+    if (r.ep.restart == EpochState::Restart::out_of_memory) {  // new batches per epoch, new optimizer
+      first_step = r.start_epoch * r.nb;  // only the first epoch of this process retries (build_run's numbering)
+      r.good = keep_good_state(r);
+    }
+  }
+  if (r.ep.nonfinite_steps == 0) r.nan_recoveries = 0;  // a clean epoch: the next incident gets 3 recoveries again
+  // DDP: buffers once more: batches after the epoch's last optimizer step updated each rank's BN statistics alone.
+  if (r.pg->active()) r.pg->broadcast_buffers(*r.net, 0);
+  r.ep.t_train = seconds_since(r.ep.t_start);
+  r.fire(Event::on_train_epoch_end);
+}
+
+void Trainer::run_epoch_pass(int64_t first_step, Clock::time_point t_start) {
+  Run& r = *run_;
+  const int64_t epoch = r.epoch;
+  r.ep = EpochState{};
+  r.ep.t_start = t_start;  // the epoch's time includes the passes that were restarted
+  r.global_step = first_step;
   r.sched->on_epoch_start(epoch);
-  start_loader_epoch(epoch);
+  start_loader_epoch(epoch);  // a no-op when run_all started it during the previous epoch's validation
   r.net->train();
   r.ep.loss_sum = torch::zeros({3}, torch::TensorOptions().dtype(torch::kDouble).device(r.device));
   r.ep.bad_since_step = torch::zeros({}, torch::TensorOptions().dtype(torch::kBool).device(r.device));
@@ -138,19 +228,73 @@ void Trainer::train_epoch() {
     if (!r.pg->active() && stop_signal() != 0) break;  // SIGINT/SIGTERM: the step before this one was the last
     if (max_steps_reached() || !train_step(i)) break;
   }
+  enter(static_cast<int>(RunStage::other));
+  if (r.ep.restart != EpochState::Restart::none) return;
   const auto mean = (r.ep.loss_sum / static_cast<double>(std::max<int64_t>(r.ep.seen_steps, 1))).to(torch::kCPU);
   for (int k = 0; k < 3; ++k) r.ep.tloss[static_cast<size_t>(k)] = mean[k].item<double>();
   // DDP: the epoch's train losses (results.csv) are the mean over ranks; the progress lines are rank 0's.
-  // Buffers once more: batches after the epoch's last optimizer step updated each rank's BN statistics alone.
   if (r.pg->active()) {
     const auto m = r.pg->all_reduce_mean(r.ep.loss_sum / static_cast<double>(std::max<int64_t>(r.ep.seen_steps, 1)),
                                          "all_reduce of the epoch's train losses")
                        .to(torch::kCPU);
     for (int k = 0; k < 3; ++k) r.ep.tloss[static_cast<size_t>(k)] = m[k].item<double>();
-    r.pg->broadcast_buffers(*r.net, 0);
   }
-  r.ep.t_train = seconds_since(r.ep.t_start);
-  r.fire(Event::on_train_epoch_end);
+  // The epoch may not end non-finite: no validation, results row or checkpoint comes from such an epoch. Checked
+  // once per epoch (one host sync): the last optimizer step skipped for a non-finite loss, or non-finite weights or
+  // EMA (an update with non-finite gradients from a finite loss). A cut epoch (signal, max_steps) is not validated.
+  if (r.ep.seen_steps == 0 || (!r.pg->active() && stop_signal() != 0) || max_steps_reached()) return;
+  std::string why;
+  if (r.nan_streak > 0)
+    why = fmt::format("the epoch ended on {} optimizer step{} skipped for non-finite losses", r.nan_streak,
+                      r.nan_streak == 1 ? "" : "s");
+  else if (!all_finite(model::state_dict(*r.net)))
+    why = "the weights are non-finite at the end of the epoch";
+  else if (!all_finite(r.ema->state()))
+    why = "the EMA weights are non-finite at the end of the epoch";
+  // DDP: the replicas hold the same weights and flags; rank 0's verdict is taken by all, so they restart together.
+  if (r.pg->active()) {
+    const bool bad = r.pg->broadcast_flag(!why.empty(), 0, "broadcast of the non-finite epoch check");
+    if (!bad) why.clear();
+    else if (why.empty()) why = "rank 0 found the epoch non-finite";
+  }
+  if (why.empty()) return;
+  ++r.ep.nonfinite_steps;  // the epoch is not clean
+  r.ep.restart = EpochState::Restart::nonfinite;
+  r.ep.restart_why = fmt::format("{} (step {}: {})", why, r.global_step - 1,
+                                 losses_string(r.ep.last_total, r.ep.last_items));
+}
+
+void Trainer::prepare_restart() {
+  Run& r = *run_;
+  const auto kind = r.ep.restart;
+  r.loader_epoch = -1;  // the next pass starts the epoch's batches over
+  if (kind == EpochState::Restart::out_of_memory) {
+    const int64_t old = cfg_.batch;
+    cfg_.batch = std::max<int64_t>(old / 2, 1);
+    ++r.oom_retries;
+    ++r.summary.oom_retries;
+    spdlog::warn("out of memory with batch={} in epoch {} ({}): reducing to batch={} and restarting the epoch ({}/3)",
+                 old, r.epoch + 1, r.ep.restart_why, cfg_.batch, r.oom_retries);
+    r.opt.opt->zero_grad();  // frees the gradients of the failed step
+    r.synthetic_batch.reset();
+    compat::empty_cache();
+    rebuild_for_batch(r);
+    return;
+  }
+  ++r.nan_recoveries;
+  if (r.nan_recoveries > 3)
+    throw std::runtime_error(fmt::format(
+        "training stopped in epoch {}: {}, after 3 recoveries from the state the epoch started from. The last good "
+        "checkpoint is in {}/weights. Try: lower lr0 (now {}), a longer warmup (warmup_epochs, now {}), amp=false "
+        "(now {}), and check the labels (boxes inside the image, class ids below nc)",
+        r.epoch + 1, r.ep.restart_why, r.run_dir.empty() ? std::string("the run dir") : r.run_dir, cfg_.lr0,
+        cfg_.warmup_epochs, cfg_.amp ? "true" : "false"));
+  ++r.summary.nonfinite_recoveries;
+  spdlog::warn("epoch {}: {}: recovering (attempt {}/3): the model restarts from the EMA weights the epoch started "
+               "with, EMA and optimizer state restored, and the epoch runs again",
+               r.epoch + 1, r.ep.restart_why, r.nan_recoveries);
+  restore_good_state(r, *r.good);
+  r.nan_streak = 0;
 }
 
 void Trainer::start_loader_epoch(int64_t epoch) {
@@ -194,6 +338,7 @@ bool Trainer::train_step(int64_t i) {
   r.fire(Event::on_train_batch_start, [&](TrainContext& c) { c.batch_i = i; });
   r.prof->begin_step(r.global_step);
   std::optional<data::Batch> batch;
+  enter(static_cast<int>(RunStage::loader));
   {
     auto s = r.prof->stage("dataloader");
     if (r.synthetic_batch) {
@@ -204,6 +349,7 @@ bool Trainer::train_step(int64_t i) {
       if (cfg_.synthetic_data && batch) r.synthetic_batch = batch;
     }
   }
+  enter(static_cast<int>(RunStage::step));
   r.prof->set_queue_depth(r.train_loader->queue_depth());
   if (!batch) {
     r.prof->end_step(0);
@@ -221,36 +367,55 @@ bool Trainer::train_step(int64_t i) {
     // targets (batch_idx, cls, bboxes) stay on the host: the loss groups them there without a device sync
   }
   r.sched->on_iteration(ni, epoch);
-  std::vector<torch::Tensor> feats;
-  {
-    auto s = r.prof->stage("forward");
-    compat::AutocastGuard ac(r.device.type(), r.amp.autocast, r.amp.dtype);
-    feats = r.net->forward_feats(imgs);
-  }
   loss::DetectionLoss::Output out;
-  {
-    auto s = r.prof->stage("loss");
-    out = (*r.criterion)(feats, batch->batch_idx, batch->cls, batch->bboxes);
-    if (r.hooks.on_loss) out.total = r.hooks.on_loss(epoch, i, out.total);
-    // Non-finite losses are flagged on the device and checked at the next optimizer step, where the
-    // gradient clipping synchronizes anyway: no per-step host sync hides data stalls on a GPU.
-    r.ep.bad_since_step.logical_or_(torch::isfinite(out.total).logical_not());
+  try {
+    std::vector<torch::Tensor> feats;
+    {
+      auto s = r.prof->stage("forward");
+      compat::AutocastGuard ac(r.device.type(), r.amp.autocast, r.amp.dtype);
+      feats = r.net->forward_feats(imgs);
+    }
+    {
+      auto s = r.prof->stage("loss");
+      out = (*r.criterion)(feats, batch->batch_idx, batch->cls, batch->bboxes);
+      if (r.hooks.on_loss) out.total = r.hooks.on_loss(epoch, i, out.total);
+      const auto& nan_test = test_nan();
+      if (nan_test && nan_test->first == epoch && nan_test->second == r.denv.rank && r.summary.nonfinite_recoveries == 0)
+        out.total = out.total * std::numeric_limits<float>::quiet_NaN();
+      // Non-finite losses are flagged on the device and checked at the next optimizer step, where the
+      // gradient clipping synchronizes anyway: no per-step host sync hides data stalls on a GPU.
+      r.ep.bad_since_step.logical_or_(torch::isfinite(out.total).logical_not());
+    }
+    {
+      auto s = r.prof->stage("backward");
+      if (r.reducer && r.sched->will_step(ni)) r.reducer->arm();  // DDP: this backward ends the accumulation cycle
+      r.scaler.scale(out.total).backward();  // float16: loss × scale keeps small gradients representable
+      test_delay(r, "backward");
+    }
+  } catch (const c10::OutOfMemoryError& e) {
+    // What the CUDA caching allocator throws. As the reference: in the first epoch of a single process the batch is
+    // halved and the epoch restarted (at most 3 times); anything else ends the run (Trainer::train's message).
+    if (epoch != r.start_epoch || r.pg->active() || r.oom_retries >= 3 || cfg_.batch <= 1) throw;
+    r.ep.restart = EpochState::Restart::out_of_memory;
+    const std::string what = e.what();
+    r.ep.restart_why = what.substr(0, what.find('\n'));
+    r.prof->end_step(0);
+    return false;
   }
-  {
-    auto s = r.prof->stage("backward");
-    if (r.reducer && r.sched->will_step(ni)) r.reducer->arm();  // DDP: this backward ends the accumulation cycle
-    r.scaler.scale(out.total).backward();  // float16: loss × scale keeps small gradients representable
-    test_delay(r, "backward");
-  }
+  r.ep.last_total = out.total;
+  r.ep.last_items = out.items;
   if (r.sched->should_step(ni)) {
     if (optimizer_step()) {
       auto s = r.prof->stage("ema");
       r.ema->update(model::state_dict(*r.net));
     }
-    if (r.nan_streak >= 5)
-      throw std::runtime_error(fmt::format("{} optimizer steps in a row saw non-finite losses (epoch {}): training "
-                                           "stopped; the last good checkpoint is in {}/weights. Lower lr0 or "
-                                           "check the labels.", r.nan_streak, epoch + 1, r.run_dir));
+    if (r.nan_streak >= 5) {  // persistent: the epoch starts over from its good state (Trainer::prepare_restart)
+      r.ep.restart = EpochState::Restart::nonfinite;
+      r.ep.restart_why = fmt::format("{} optimizer steps in a row saw non-finite losses (step {}: {})", r.nan_streak,
+                                     r.global_step, losses_string(out.total, out.items));
+      r.prof->end_step(batch->size());
+      return false;
+    }
   }
   r.ep.loss_sum.add_(out.items.to(torch::kDouble));
   ++r.ep.seen_steps;
@@ -289,6 +454,7 @@ bool Trainer::optimizer_step() {
   bool stepped = false;
   if (r.ep.bad_since_step.item<bool>()) {
     ++r.nan_streak;
+    ++r.ep.nonfinite_steps;
     ++r.summary.nonfinite_skipped_steps;
     spdlog::warn("step {}: non-finite loss since the last optimizer step: update skipped ({} in a row)",
                  r.global_step, r.nan_streak);
@@ -323,6 +489,7 @@ void Trainer::validate_and_save() {
   const bool final_epoch = epoch + 1 == cfg_.epochs;
   const bool validated = (cfg_.val || final_epoch) && r.main_rank;
   if (validated) {
+    enter(static_cast<int>(RunStage::validation));
     auto s = r.prof->stage("val");
     const auto tv = Clock::now();
     r.fire(Event::on_val_start);
@@ -376,6 +543,7 @@ void Trainer::validate_and_save() {
     auto s = r.prof->stage("checkpoint");
     const bool is_best = fitness > r.best_fitness;
     if (is_best) r.best_fitness = fitness;
+    enter(static_cast<int>(RunStage::checkpoint));
     if (cfg_.save && r.main_rank)
       r.fire(Event::on_model_save, [&](TrainContext& c) {
         c.val = validated ? &vr : nullptr;
@@ -385,6 +553,7 @@ void Trainer::validate_and_save() {
       });
     r.patience_left = is_best ? cfg_.patience : r.patience_left - 1;
   }
+  enter(static_cast<int>(RunStage::other));
   r.summary.epochs_done = epoch + 1;
   r.summary.final_map50 = vr.metrics.map50;
   r.summary.final_map50_95 = vr.metrics.map50_95;

@@ -138,6 +138,12 @@ void reset_peak_memory(int device) {
 #endif
 }
 
+void empty_cache() {
+#ifdef YOLO11_HAS_CUDA
+  if (torch::cuda::is_available()) c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+}
+
 // ---- EventTimer ----------------------------------------------------------------------------------------------
 struct EventTimer::Impl {
   int device = 0;

@@ -70,6 +70,27 @@ TEST(DistTrain, TwoRanksFinishRankZeroWritesAndWeightsMatch) {
   EXPECT_EQ(log1.find(" completed in "), std::string::npos) << "rank 1 logs only warnings:\n" << log1;
 }
 
+// NaN losses on rank 1 alone in epoch 2 (YOLO11_TEST_NAN, until the first recovery): the all-reduced flag makes both
+// ranks skip the steps, both find the epoch non-finite at its end (rank 0's verdict broadcast), restore the same
+// good state and re-run the epoch; the run ends with bitwise identical weights and one results row per epoch.
+TEST(DistTrain, NonFiniteLossesOnOneRankAreRecoveredByBothTogether) {
+  if (!yolo11::dist::gloo_available()) GTEST_SKIP() << "built without Gloo";
+  const std::string project = yolo11::test::scratch_dir("ddp_nan");
+  const std::string logs = yolo11::test::scratch_dir("ddp_nan_logs");
+  yolo11::test::ScopedEnv nan("YOLO11_TEST_NAN", "1:1");
+  const auto rcs = launch(2, args(project, "run", 2, 4), logs + "/rank");
+  const std::string log0 = yolo11::test::read_text(logs + "/rank0.log");
+  const std::string log1 = yolo11::test::read_text(logs + "/rank1.log");
+  ASSERT_EQ(rcs[0], 0) << log0;
+  ASSERT_EQ(rcs[1], 0) << log1;
+  for (const std::string* log : {&log0, &log1}) {
+    EXPECT_NE(log->find("update skipped (1 in a row)"), std::string::npos) << *log;
+    EXPECT_NE(log->find("recovering (attempt 1/3)"), std::string::npos) << *log;
+  }
+  EXPECT_NE(log0.find("DDP: final weights identical on all 2 ranks"), std::string::npos) << log0;
+  EXPECT_EQ(yolo11::test::count_rows(fs::path(project) / "run" / "results.csv"), 2u);
+}
+
 TEST(DistTrain, BatchNotDivisibleByWorldIsAClearError) {
   if (!yolo11::dist::gloo_available()) GTEST_SKIP() << "built without Gloo";
   const std::string project = yolo11::test::scratch_dir("ddp_odd");
@@ -164,6 +185,7 @@ TEST(DistTrain, EveryCollectiveOfAnInstrumentedRunIsOnTheGroupsDevice) {
   for (const char* what : {"broadcast of the parameters and buffers", "all_reduce of the gradients",
                            "broadcast of the buffers", "all_reduce of the non-finite-loss flag",
                            "all_reduce of the ranks' stage times", "broadcast of rank 0's stop decision",
+                           "broadcast of the non-finite epoch check",
                            "all_reduce of the weight hashes"})
     EXPECT_GT(calls[what], 0) << "no collective '" << what << "' recorded";
   // every collective is one of the known, named ones (a new one gets a name and is added here)

@@ -195,59 +195,6 @@ TEST(Trainer, AmpOnCpuTrainsCoco8InBfloat16WhenSupported) {
   EXPECT_FALSE(ck->rng_cuda.defined());
 }
 
-// A NaN loss (injected from epoch 2 on) is not applied: each optimizer step is skipped with a warning, the weights
-// stay as they were, and the 5th skipped step in a row stops training with the last good checkpoint kept.
-TEST(Trainer, NonFiniteLossesSkipUpdatesAndStopAfterFiveInARow) {
-  const std::string project = test::scratch_dir("trainer_nan_loss");
-  const std::string datasets = fs::path(test::dataset_dir("coco8")).parent_path().string();
-  // coco8 train = 4 images, batch 2 → 2 steps per epoch; nbs=2 → an optimizer step every step.
-  auto cfg = config::TrainConfig::load(
-      "", {"model=" + source_path("configs/models/yolo11.yaml"), "data=" + source_path("configs/datasets/coco8.yaml"),
-           "datasets_dir=" + datasets, "epochs=6", "imgsz=64", "batch=2", "nbs=2", "workers=1",
-           "project=" + project, "name=run", "plots=false", "val=false", "amp=false"});
-  engine::TrainerHooks hooks;
-  int injected = 0;
-  hooks.on_loss = [&](int64_t epoch, int64_t, const at::Tensor& loss) {
-    if (epoch < 1) return loss;
-    ++injected;
-    return loss * std::numeric_limits<float>::quiet_NaN();
-  };
-  engine::Trainer trainer(cfg, hooks);
-  try {
-    trainer.train();
-    FAIL() << "training went on through 5 non-finite losses in a row";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("5 optimizer steps in a row saw non-finite losses (epoch 4)"),
-              std::string::npos)
-        << e.what();
-  }
-  EXPECT_EQ(injected, 5);  // epochs 2 and 3 (2 steps each) and the first step of epoch 4
-  const fs::path run = fs::path(project) / "run";
-  std::ifstream log(run / "train.log");
-  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("amp=false: float32 training"), std::string::npos);
-  for (int k = 1; k <= 5; ++k)
-    EXPECT_NE(text.find("update skipped (" + std::to_string(k) + " in a row)"), std::string::npos) << k;
-  // The last good checkpoint is the one of epoch 3 (0-based 2): finite, and its trained weights equal those of
-  // epoch 2's (last.prev) because no update was applied in between. (BN running statistics still moved: the
-  // forward pass was fine, only the loss was not.)
-  const auto last = engine::read_checkpoint((run / "weights" / "last.safetensors").string());
-  const auto prev = engine::read_checkpoint((run / "weights" / "last.prev.safetensors").string());
-  EXPECT_EQ(last.epoch, 2);
-  EXPECT_EQ(prev.epoch, 1);
-  ASSERT_EQ(last.model.size(), prev.model.size());
-  int compared = 0;
-  for (size_t k = 0; k < last.model.size(); ++k) {
-    const std::string& name = last.model[k].first;
-    if (name.find("running_") != std::string::npos || name.find("num_batches") != std::string::npos) continue;
-    EXPECT_TRUE(torch::equal(last.model[k].second, prev.model[k].second)) << name;
-    ++compared;
-  }
-  EXPECT_EQ(compared, 256);  // yolo11n parameter tensors (88 weights + 81 norm weights + 87 biases)
-  EXPECT_EQ(last.ema_updates, prev.ema_updates) << "a skipped step must not update the EMA";
-  EXPECT_TRUE(engine::load_checkpoint((run / "weights").string()).has_value());
-}
-
 #ifdef YOLO11_NVTX_INJECTION_PATH
 // The real trainer, two steps (coco8 train = 4 images, batch 2), seen through an NVTX injection library:
 // exactly the documented nesting of stage ranges on the training thread.

@@ -59,6 +59,9 @@ class Loader {
   size_t queue_depth() const;
   const Dataset& dataset() const { return *ds_; }
   const AugmentOptions& augment_options() const { return aug_; }
+  const LoaderOptions& options() const { return opt_; }
+  /// The dataset, to build another loader on it (the trainer's batch halving after an out-of-memory error).
+  std::shared_ptr<Dataset> dataset_ptr() const { return ds_; }
 
   /// Per-transform timing of the workers since the previous call (loader_stats.h); any thread.
   LoaderReport take_stats() { return rec_->take(); }

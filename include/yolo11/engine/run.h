@@ -20,6 +20,7 @@
 #include "yolo11/engine/callbacks.h"
 #include "yolo11/engine/ema.h"
 #include "yolo11/engine/optimizer.h"
+#include "yolo11/engine/recovery.h"
 #include "yolo11/engine/results.h"
 #include "yolo11/engine/schedule.h"
 #include "yolo11/engine/trainer.h"
@@ -42,6 +43,13 @@ struct EpochState {
   std::array<double, 3> tloss{0, 0, 0};  ///< mean losses; final at on_train_epoch_end
   double t_train = 0;         ///< seconds the epoch's training part took
   double t_val = 0;           ///< seconds its validation took (0 when not validated)
+  /// Why the epoch must start over (Trainer::train_epoch): non-finite losses or weights (after the good state is
+  /// restored), or an out-of-memory error in the first epoch (after the batch is halved).
+  enum class Restart { none, nonfinite, out_of_memory };
+  Restart restart = Restart::none;
+  std::string restart_why;    ///< the step and losses, or the allocator's message
+  int64_t nonfinite_steps = 0;  ///< optimizer steps of this epoch skipped for non-finite losses
+  at::Tensor last_total, last_items;  ///< the latest step's loss and [3] items, on the device (read only on failure)
 };
 
 struct Run {
@@ -91,6 +99,9 @@ struct Run {
   double best_fitness = -1;
   int64_t patience_left = 0;
   int nan_streak = 0;
+  std::optional<GoodState> good;  ///< the state the current epoch started from (keep_good_state)
+  int nan_recoveries = 0;  ///< recoveries since the last epoch without non-finite losses (at most 3)
+  int oom_retries = 0;     ///< first-epoch batch halvings after out-of-memory errors (at most 3)
   bool mosaic_closed = false;
   int64_t loader_epoch = -1;  ///< the epoch the train loader was last started on (Trainer::start_loader_epoch)
   bool stop = false;
@@ -103,6 +114,13 @@ struct Run {
   /// Builds the context for `e` (see context()), lets `fill` add event-specific fields, and fires the callbacks.
   void fire(Event e, const std::function<void(TrainContext&)>& fill = {});
 };
+
+/// After an out-of-memory error in the first epoch, with cfg.batch already lowered: rebuilds what depends on the
+/// batch as build_run made it: the train loader (on the same dataset unless rect, whose shapes depend on the batch),
+/// the val loader (batch × 2) and validator, the optimizer (weight decay and the auto choice depend on the batch;
+/// fresh moments, as the reference) and the scheduler (accumulation nbs / batch, warmup iterations from the new
+/// batches per epoch); saves args.yaml with the new batch (resume reads it). Model and EMA weights are kept.
+void rebuild_for_batch(Run& run);
 
 /// Builds the whole run in the order that fixes every random draw (run dir + logging, threads, seed, device,
 /// process group, loaders, model, loss, optimizer, scheduler, EMA, resume(), AMP policy, profiler, validator),
