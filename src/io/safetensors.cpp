@@ -1,5 +1,6 @@
 #include "yolo11/io/safetensors.h"
 
+#include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
