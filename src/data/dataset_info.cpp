@@ -93,7 +93,12 @@ DatasetInfo load_yaml(const std::string& yaml_arg, const std::string& datasets_d
 }  // namespace
 
 DatasetInfo load_dataset_yaml(const std::string& yaml_arg, const std::string& datasets_dir) {
-  return load_yaml(yaml_arg, datasets_dir, false);
+  try {
+    return load_yaml(yaml_arg, datasets_dir, false);
+  } catch (const YAML::Exception& e) {  // a value read as a type it does not have (a list as `path`, a map as a key)
+    throw std::runtime_error("data=" + yaml_arg + ": a value of the dataset YAML has the wrong type (" + e.what() +
+                             "); path/train/val/test are strings or lists of strings, names a list or {id: name}");
+  }
 }
 
 namespace {
