@@ -232,7 +232,11 @@ inline void pickle(std::string_view data) {
       throw std::runtime_error(what + ": persistent id is not ('storage', <class>, key, location, numel)");
     auto v = std::make_shared<io::pickle::Value>();
     v->kind = K::Storage;
-    v->dtype = io::pickle::storage_dtype(id[1]->s);
+    try {
+      v->dtype = io::pickle::storage_dtype(id[1]->s);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(what + ": " + e.what());  // as io::read_pt_checkpoint names its file
+    }
     v->tensor = at::zeros({id[4]->i * static_cast<int64_t>(c10::elementSize(v->dtype))}, at::kByte);
     return v;
   };
