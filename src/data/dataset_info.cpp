@@ -131,6 +131,13 @@ DatasetInfo load_yaml(const std::string& yaml_arg, const std::string& datasets_d
     throw std::runtime_error("dataset YAML " + yaml_path + " does not parse: " + e.what());
   }
   if (!y.IsMap()) throw std::runtime_error("dataset YAML " + yaml_path + " must be a mapping, got " + dump(y));
+  for (const char* key : {"path", "train", "val", "test"}) {  // a NUL would cut every message naming the path short
+    const YAML::Node v = y[key];
+    bool nul = v && v.IsScalar() && v.Scalar().find('\0') != std::string::npos;
+    if (v && v.IsSequence())
+      for (const auto& x : v) nul = nul || (x.IsScalar() && x.Scalar().find('\0') != std::string::npos);
+    if (nul) throw std::runtime_error("dataset YAML " + yaml_path + ": `" + key + "` holds a NUL byte; paths are text");
+  }
   DatasetInfo info;
   const fs::path yp = fs::absolute(yaml_path).lexically_normal();
   info.yaml = yp.string();
