@@ -98,6 +98,8 @@ DatasetInfo load_dataset_yaml(const std::string& yaml_arg, const std::string& da
   } catch (const YAML::Exception& e) {  // a value read as a type it does not have (a list as `path`, a map as a key)
     throw std::runtime_error("data=" + yaml_arg + ": a value of the dataset YAML has the wrong type (" + e.what() +
                              "); path/train/val/test are strings or lists of strings, names a list or {id: name}");
+  } catch (const fs::filesystem_error& e) {  // a path the file system refuses (a name over 255 bytes, ...)
+    throw std::runtime_error("data=" + yaml_arg + ": a path of the dataset YAML cannot be used: " + e.what());
   }
 }
 
