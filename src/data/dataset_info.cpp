@@ -93,7 +93,14 @@ DatasetInfo load_yaml(const std::string& yaml_arg, const std::string& datasets_d
 }  // namespace
 
 DatasetInfo load_dataset_yaml(const std::string& yaml_arg, const std::string& datasets_dir) {
-  return load_yaml(yaml_arg, datasets_dir, false);
+  try {
+    return load_yaml(yaml_arg, datasets_dir, false);
+  } catch (const YAML::Exception& e) {  // a value read as a type it does not have (a list as `path`, a map as a key)
+    throw std::runtime_error("data=" + yaml_arg + ": a value of the dataset YAML has the wrong type (" + e.what() +
+                             "); path/train/val/test are strings or lists of strings, names a list or {id: name}");
+  } catch (const fs::filesystem_error& e) {  // a path the file system refuses (a name over 255 bytes, ...)
+    throw std::runtime_error("data=" + yaml_arg + ": a path of the dataset YAML cannot be used: " + e.what());
+  }
 }
 
 namespace {
@@ -126,6 +133,13 @@ DatasetInfo load_yaml(const std::string& yaml_arg, const std::string& datasets_d
     throw std::runtime_error("dataset YAML " + yaml_path + " does not parse: " + e.what());
   }
   if (!y.IsMap()) throw std::runtime_error("dataset YAML " + yaml_path + " must be a mapping, got " + dump(y));
+  for (const char* key : {"path", "train", "val", "test"}) {  // a NUL would cut every message naming the path short
+    const YAML::Node v = y[key];
+    bool nul = v && v.IsScalar() && v.Scalar().find('\0') != std::string::npos;
+    if (v && v.IsSequence())
+      for (const auto& x : v) nul = nul || (x.IsScalar() && x.Scalar().find('\0') != std::string::npos);
+    if (nul) throw std::runtime_error("dataset YAML " + yaml_path + ": `" + key + "` holds a NUL byte; paths are text");
+  }
   DatasetInfo info;
   const fs::path yp = fs::absolute(yaml_path).lexically_normal();
   info.yaml = yp.string();

@@ -252,6 +252,8 @@ LabelParse parse_label_file(const std::string& label_path, int64_t nc) {
       if (!parse_double(tok[i], v[i])) return fail(lineno, "non-numeric field '" + tok[i] + "'");
     if (v[0] != std::floor(v[0]) || v[0] < 0)
       return fail(lineno, "class '" + tok[0] + "' is not a non-negative integer");
+    if (v[0] > 2147483647.0)  // no dataset has 2^31 classes; beyond 2^63 the id would not even fit int64_t
+      return fail(lineno, "class '" + tok[0] + "' is too large to be a class id (ids are 0 .. nc-1)");
     const auto cls = static_cast<int64_t>(v[0]);
     r.max_cls = std::max(r.max_cls, cls);
     r.has_cls0 = r.has_cls0 || cls == 0;

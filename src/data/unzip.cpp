@@ -41,6 +41,8 @@ std::string unsafe_reason(const std::string& n) {
   while (b <= n.size()) {
     const size_t e = std::min(n.find('/', b), n.size());
     if (n.compare(b, e - b, "..") == 0 && e - b == 2) return "'..' component";
+    // "ds//x": the part after the top directory would be "/x", an absolute path once the top is stripped
+    if (e == b && e < n.size()) return "empty path component ('//')";
     b = e + 1;
   }
   return "";
@@ -146,6 +148,8 @@ std::string unpack_dataset_zip(const std::string& zip_path, const std::string& d
     std::vector<char> buf(1 << 20);
     for (const auto& e : entries) {
       const std::string rel = one_top ? e.name.substr(e.name.find('/') + 1) : e.name;
+      if (fs::path(rel).has_root_path())  // unsafe_reason rules this out; never write outside tmp
+        throw std::runtime_error(zip_path + ": entry '" + e.name + "' would be written outside " + datasets_dir);
       const fs::path out = tmp / rel;
       if (e.dir || rel.empty()) {
         fs::create_directories(out);

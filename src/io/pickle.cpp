@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace yolo11::io::pickle {
 
@@ -198,6 +199,7 @@ class Machine {
     count();
     auto v = std::make_shared<Value>();
     v->kind = k;
+    if (k == Kind::List || k == Kind::Dict || k == Kind::Set || k == Kind::Object) mutables_.push_back(v);
     return v;
   }
   size_t base() const { return marks_.empty() ? 0 : marks_.back(); }
@@ -371,6 +373,53 @@ class Machine {
     return v;
   }
 
+  /// True when no container reachable from `root` holds itself; every value visited is added to `seen`.
+  static bool acyclic(const Value& root, std::unordered_set<const Value*>& seen) {
+    struct Frame {
+      const Value* v;
+      size_t next;
+    };
+    std::unordered_set<const Value*> open{&root};  // on the current path
+    std::vector<Frame> path{{&root, 0}};
+    while (!path.empty()) {
+      const Value* v = path.back().v;
+      const size_t k = path.back().next++, ni = v->items.size();
+      if (k == ni + 2 * v->dict.size()) {
+        open.erase(v);
+        seen.insert(v);
+        path.pop_back();
+        continue;
+      }
+      const Value* c = k < ni             ? v->items[k].get()
+                       : (k - ni) % 2 == 0 ? v->dict[(k - ni) / 2].first.get()
+                                           : v->dict[(k - ni) / 2].second.get();
+      if (!c || seen.count(c)) continue;
+      if (!open.insert(c).second) return false;
+      path.push_back({c, 0});
+    }
+    return true;
+  }
+
+ public:
+  /// Ends the unpickling: empties every list, dict, set and object still alive that the result `root` (nullptr
+  /// after a failure) does not reach. A pickle can fill a memoized container with itself (APPEND, SETITEM, BUILD
+  /// of a memo entry), and such a reference cycle would keep every value in it alive after the last Ref is gone.
+  /// A cycle the result reaches is an error (a checkpoint has none): then every container is emptied before it
+  /// throws.
+  void release(const Value* root) {
+    std::unordered_set<const Value*> reached;
+    const bool cycle = root && !acyclic(*root, reached);
+    for (auto& w : mutables_)
+      if (auto v = w.lock(); v && (cycle || !reached.count(v.get()))) {
+        v->items.clear();
+        v->dict.clear();
+      }
+    mutables_.clear();
+    if (cycle) fail("a container holds itself (a reference cycle); a checkpoint has none");
+  }
+
+ private:
+  std::vector<std::weak_ptr<Value>> mutables_;  // every list, dict, set and object made, for release()
   std::string_view d_;
   const std::string& what_;
   const PersistentLoad& pl_;
@@ -386,7 +435,16 @@ class Machine {
 
 Ref unpickle(std::string_view data, const std::string& what, const PersistentLoad& persistent_load,
              const Limits& limits) {
-  return Machine(data, what, persistent_load, limits).run();
+  Machine m(data, what, persistent_load, limits);
+  Ref root;
+  try {
+    root = m.run();
+  } catch (...) {
+    m.release(nullptr);
+    throw;
+  }
+  m.release(root.get());
+  return root;
 }
 
 at::ScalarType storage_dtype(const std::string& cls) {

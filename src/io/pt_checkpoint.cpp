@@ -202,7 +202,12 @@ PtCheckpoint read_pt_checkpoint(const std::string& path) {
       zip.fail("persistent id is not ('storage', <class>, key, location, numel)");
     const std::string& key = pid.items[2]->s;
     if (auto it = storages.find(key); it != storages.end()) return it->second;
-    const at::ScalarType dtype = pickle::storage_dtype(pid.items[1]->s);
+    at::ScalarType dtype = at::kByte;
+    try {
+      dtype = pickle::storage_dtype(pid.items[1]->s);
+    } catch (const std::runtime_error& e) {
+      zip.fail(std::string(e.what()) + " in a persistent id (not a torch storage)");
+    }
     const std::string entry = prefix + "data/" + key;
     const uint64_t have = zip.size_of(entry), elem = c10::elementSize(dtype);
     const int64_t numel = pid.items[4]->i;

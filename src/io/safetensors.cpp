@@ -1,5 +1,6 @@
 #include "yolo11/io/safetensors.h"
 
+#include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -94,16 +95,22 @@ TensorFile load_safetensors(const std::string& path) {
       corrupt(path, "entry '" + it.key() + "' lacks dtype/shape/data_offsets");
     Entry e;
     e.name = it.key();
+    if (!v["dtype"].is_string() || !v["shape"].is_array())
+      corrupt(path, "entry '" + e.name + "': dtype is not a string or shape not a list");
     e.type = dtype_from_name(v["dtype"].get<std::string>(), where);
     int64_t numel = 1;
     for (const auto& d : v["shape"]) {
+      if (!d.is_number_integer()) corrupt(path, "dimension " + d.dump() + " of '" + e.name + "' is not an integer");
       const int64_t s = d.get<int64_t>();
       if (s < 0) corrupt(path, "negative dimension in '" + e.name + "'");
+      if (s > 0 && numel > static_cast<int64_t>(data_size) / s)  // more elements than data bytes: no overflow below
+        corrupt(path, "shape of '" + e.name + "' needs more bytes than the file's " + std::to_string(data_size));
       e.shape.push_back(s);
       numel *= s;
     }
     const auto& off = v["data_offsets"];
-    if (!off.is_array() || off.size() != 2) corrupt(path, "data_offsets of '" + e.name + "' is not [begin, end]");
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      corrupt(path, "data_offsets of '" + e.name + "' is not [begin, end]");
     e.begin = off[0].get<size_t>();
     e.end = off[1].get<size_t>();
     if (e.end < e.begin || e.end > data_size)
@@ -202,7 +209,8 @@ std::map<std::string, std::string> read_safetensors_metadata(const std::string& 
       continue;
     }
     const auto& v = it.value();
-    if (!v.is_object() || !v.contains("data_offsets") || !v["data_offsets"].is_array() || v["data_offsets"].size() != 2)
+    if (!v.is_object() || !v.contains("data_offsets") || !v["data_offsets"].is_array() ||
+        v["data_offsets"].size() != 2 || !v["data_offsets"][1].is_number_unsigned())
       corrupt(path, "entry '" + it.key() + "' lacks data_offsets [begin, end]");
     const auto end = v["data_offsets"][1].get<uint64_t>();
     if (end > data_size)

@@ -4,7 +4,7 @@
 //   image: zero-byte, undecodable, truncated (JPEG without EOI, PNG without IEND), < 10 px → skipped, "corrupt";
 //          grayscale / 16-bit / alpha / CMYK → 3-channel 8-bit BGR (16-bit scaled by 255/65535, rounded);
 //          EXIF orientation applied.
-//   label row: column count not 5 nor an odd count ≥ 7, non-numeric field, non-integer or negative class,
+//   label row: column count not 5 nor an odd count ≥ 7, non-numeric field, non-integer, negative or ≥ 2^31 class,
 //          class ≥ nc, coordinate < −tol or > 1 + tol (tol = 0.001), negative w/h → image skipped, "corrupt",
 //          warning names file:line; values within tol are clipped to [0, 1].
 //          polygon rows (cls x1 y1 x2 y2 x3 y3 ...) → bounding box; duplicate rows → removed (warning);

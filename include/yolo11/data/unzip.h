@@ -13,7 +13,7 @@ bool has_zip_support();
 /// leaves no half dataset; an unchanged zip (same size and mtime, recorded in `.yolo11-unzipped`) is not unpacked
 /// again. The YAML is the only *.yaml/*.yml in the unpacked tree, or the one named like the zip.
 /// Throws std::runtime_error naming the zip: not a zip / unreadable; an entry with an absolute path, a '..'
-/// component or a symlink (path traversal; nothing is written); more bytes than the free space of datasets_dir
+/// component, an empty component ('a//b') or a symlink (path traversal; nothing is written); more bytes than the free space of datasets_dir
 /// (with a 10 % margin); no YAML or several YAMLs (listing them; pass data=<the yaml> instead).
 std::string unpack_dataset_zip(const std::string& zip_path, const std::string& datasets_dir);
 

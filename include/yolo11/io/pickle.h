@@ -60,7 +60,9 @@ at::ScalarType storage_dtype(const std::string& cls);
 
 /// Unpickles `data`. `what` names the source in messages (e.g. "x.pt:archive/data.pkl"). Throws
 /// std::runtime_error naming `what` for a truncated or malformed pickle, an unsupported opcode, a global outside
-/// the allow-list (the global's name is in the message), or a bound of `limits` exceeded.
+/// the allow-list (the global's name is in the message), a bound of `limits` exceeded, or a container of the result
+/// that holds itself (a reference cycle). Cycles among values the result does not reach are broken, so nothing of
+/// the pickle outlives the returned Ref.
 Ref unpickle(std::string_view data, const std::string& what, const PersistentLoad& persistent_load,
              const Limits& limits = {});
 
