@@ -5,7 +5,8 @@
 # (ASan + UBSan, coverage on the parser sources only) by fuzz/CMakeLists.txt into build-fuzz/.
 #   tools/fuzz.sh build                  configure (clang) and build the targets
 #   tools/fuzz.sh ci                     build, then every target for FUZZ_CI_SECONDS (default 28) s, two at a time:
-#                                        the ten targets take at most 3 min of wall time together
+#                                        the ten targets take at most 3 min of wall time together; libFuzzer's
+#                                        -seed=1 (FUZZ_SEED), so every CI run tries the same mutation sequence
 #   tools/fuzz.sh long [SECONDS]         build, then every target for SECONDS (default 600) s, two at a time
 #   tools/fuzz.sh run TARGET SECONDS     build, then one target
 # FUZZ_TARGETS="labels pt" limits ci/long to those targets; FUZZ_JOBS (default 2) runs that many at a time.
@@ -85,6 +86,7 @@ run_one() {  # TARGET SECONDS
   local args=(-max_total_time="$s" -timeout=10 -rss_limit_mb=3072 -malloc_limit_mb=1024 -print_final_stats=1
               -artifact_prefix=$OUT/findings/"$t"/ -close_fd_mask=1)
   [ -n "$d" ] && args+=(-dict="$d")
+  [ -n "${FUZZ_SEED:-}" ] && args+=(-seed="$FUZZ_SEED")  # ci: one fixed mutation sequence, the same on every run
   # pt/pickle seeds reach 240 kB; the others stay small, as the parsers' real inputs
   case $t in pt|pickle) args+=(-max_len=300000) ;; *) args+=(-max_len=8192) ;; esac
   TMPDIR=$OUT/tmp/$t; mkdir -p "$TMPDIR"; export TMPDIR
@@ -124,7 +126,7 @@ run_all() {  # SECONDS
 
 case $MODE in
   build) build ;;
-  ci) build; run_all "${FUZZ_CI_SECONDS:-28}" ;;
+  ci) build; FUZZ_SEED=${FUZZ_SEED:-1} run_all "${FUZZ_CI_SECONDS:-28}" ;;
   long) build; run_all "${2:-600}" ;;
   run) build; TARGETS=("$2"); run_all "${3:-60}" ;;
   *) sed -n '2,/^set -euo/p' "$0" | grep '^#' >&2; exit 2 ;;
