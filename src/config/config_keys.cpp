@@ -366,6 +366,9 @@ const std::vector<KeyDef>& key_table() {
                    if (!v.is_list) {
                      auto n = parse_int(v.text);
                      if (!n || *n < 0) bad_value("freeze", where, v, "is not allowed; " + expect);
+                     // More than any model's layers (yolo11: 24) freezes the whole model; the cap keeps a typo such
+                     // as freeze=10000000000 from allocating an index per "layer".
+                     if (*n > 1000) bad_value("freeze", where, v, "is more layers than any model has (at most 1000); " + expect);
                      for (int64_t i = 0; i < *n; ++i) c.freeze.push_back(i);
                      return;
                    }

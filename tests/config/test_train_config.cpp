@@ -189,6 +189,9 @@ TEST(TrainConfig, ModelScaleComesFromTheModelName) {
 TEST(TrainConfig, ImgszIsRoundedUpToStride) {
   EXPECT_EQ(TrainConfig::load("", {"imgsz=300"}).imgsz, 320);
   EXPECT_EQ(TrainConfig::load("", {"freeze=3"}).freeze, (std::vector<int64_t>{0, 1, 2}));
+  // A count beyond any model's layers is an error, not an index per "layer" (fuzz/regressions/config_kv).
+  EXPECT_EQ(TrainConfig::load("", {"freeze=1000"}).freeze.size(), 1000u);
+  EXPECT_THROW(TrainConfig::load("", {"freeze=66666666666663"}), std::runtime_error);
   EXPECT_DOUBLE_EQ(*TrainConfig::load("", {"time=1.5"}).time, 1.5);
   EXPECT_FALSE(TrainConfig::load("", {"time=1.5", "time=null"}).time.has_value());
 }
