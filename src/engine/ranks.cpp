@@ -61,7 +61,8 @@ int64_t proc_read_bytes() {
 
 void report_loader(Run& r) {
   static int64_t last_bytes = proc_read_bytes();
-  const data::LoaderReport rep = r.train_loader->take_stats();
+  const data::LoaderReport rep = r.loader_report ? std::move(*r.loader_report) : r.train_loader->take_stats();
+  r.loader_report.reset();
   const int64_t bytes = proc_read_bytes();
   const double mb_s = bytes >= 0 && last_bytes >= 0 && rep.wall_s > 0
                           ? static_cast<double>(bytes - last_bytes) / 1e6 / rep.wall_s : -1;

@@ -209,6 +209,7 @@ void Trainer::train_epoch() {
   // DDP: buffers once more: batches after the epoch's last optimizer step updated each rank's BN statistics alone.
   if (r.pg->active()) r.pg->broadcast_buffers(*r.net, 0);
   r.ep.t_train = seconds_since(r.ep.t_start);
+  r.loader_report = r.train_loader->take_stats();  // before run_all starts the next epoch's batches
   r.fire(Event::on_train_epoch_end);
 }
 

@@ -87,6 +87,9 @@ struct Run {
   GradScaler scaler{GradScalerOptions{65536.0, 2.0, 0.5, 2000, /*enabled=*/false}};
   std::unique_ptr<instrument::Profiler> prof;
   std::string loader_table;  ///< the latest epoch's loader-part table (report_loader), for the run summary
+  /// The epoch's loader statistics, taken when its last batch was consumed (before the next epoch's batches are
+  /// built during validation, which would otherwise count in this epoch); report_loader logs them.
+  std::optional<data::LoaderReport> loader_report;
   std::optional<Validator> validator;  ///< rank 0 only
   ResultsCsv results{""};    ///< appended (written) by rank 0 only
   const Callbacks* callbacks = nullptr;
@@ -138,8 +141,8 @@ NamedTensors resume(Run& run);
 /// the straggler report and records it (breakdown.csv kind "rank", summary.json "ranks"; instrument/straggler.h).
 void report_ranks(Run& run);
 
-/// After each epoch's table: takes the train loader's per-transform times (Loader::take_stats, every rank) and, on
-/// rank 0, logs them to train.log with the disk read rate (/proc/self/io), keeps them as Run::loader_table and
+/// After each epoch's table: the train loader's per-transform times of the epoch (Run::loader_report, else
+/// Loader::take_stats now; every rank) and, on rank 0, logs them to train.log with the disk read rate (/proc/self/io), keeps them as Run::loader_table and
 /// records them (breakdown.csv kind "loader").
 void report_loader(Run& run);
 
