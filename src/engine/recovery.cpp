@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <map>
 #include <new>
+#include <type_traits>
+#include <utility>
 
 #include "yolo11/compat.h"
 #include "yolo11/engine/checkpoint.h"
@@ -66,7 +68,9 @@ std::unique_ptr<torch::optim::OptimizerParamState> deep_copy(const torch::optim:
 }  // namespace
 
 struct OptimizerStateCopy {
-  std::vector<std::pair<void*, std::unique_ptr<torch::optim::OptimizerParamState>>> entries;  // parameter → state
+  // The state map's key: the parameter's TensorImpl* on LibTorch 2.x, its address as a string on 1.13.
+  using StateMap = std::remove_reference_t<decltype(std::declval<torch::optim::Optimizer&>().state())>;
+  std::vector<std::pair<StateMap::key_type, std::unique_ptr<torch::optim::OptimizerParamState>>> entries;
 };
 
 GoodState keep_good_state(const Run& r) {
