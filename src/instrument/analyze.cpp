@@ -279,6 +279,52 @@ AdviceContext load_context(const std::string& run_dir, std::string& source) {
   return c;
 }
 
+std::optional<WindowSummary> read_summary_run(const std::string& path) {
+  if (!fs::exists(path)) return std::nullopt;
+  const auto j = nlohmann::json::parse(io::read_file(path), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.contains("run") || !j["run"].is_object()) return std::nullopt;
+  const auto& jr = j["run"];
+  auto number = [](const nlohmann::json& o, const char* key, double fallback) {
+    return o.contains(key) && o[key].is_number() ? o[key].get<double>() : fallback;  // null = n/a
+  };
+  auto integer = [](const nlohmann::json& o, const char* key) {
+    return o.contains(key) && o[key].is_number_integer() ? o[key].get<int64_t>() : int64_t{-1};
+  };
+  WindowSummary w;
+  w.kind = "run";
+  w.epoch = integer(jr, "epoch");
+  w.first_step = integer(jr, "first_step");
+  w.last_step = integer(jr, "last_step");
+  w.steps = integer(jr, "steps");
+  w.images = integer(jr, "images");
+  if (w.steps <= 0 || !jr.contains("step") || !jr["step"].is_object() || !jr.contains("stages") ||
+      !jr["stages"].is_array())
+    return std::nullopt;
+  const auto& st = jr["step"];
+  w.step.name = "step";
+  w.step.count = w.steps;
+  w.step.mean = number(st, "mean_s", 0), w.step.p50 = number(st, "p50_s", 0), w.step.p95 = number(st, "p95_s", 0);
+  w.step.max = number(st, "max_s", 0), w.step.total = number(st, "total_s", 0), w.step.share = 1.0;
+  w.images_per_s = number(jr, "images_per_s", 0);
+  for (const auto& js : jr["stages"]) {
+    if (!js.is_object() || !js.contains("name") || !js["name"].is_string()) return std::nullopt;
+    StageSummary s;
+    s.name = js["name"].get<std::string>();
+    s.count = integer(js, "count");
+    s.total = number(js, "total_s", 0), s.mean = number(js, "mean_s", 0), s.p50 = number(js, "p50_s", 0);
+    s.p95 = number(js, "p95_s", 0), s.max = number(js, "max_s", 0), s.share = number(js, "share", 0);
+    s.per_epoch = js.value("per_epoch", false);
+    if (!s.per_epoch) w.stages.push_back(std::move(s));
+  }
+  w.gpu_util = number(jr, "gpu_util", -1), w.gpu_mem_mb = number(jr, "gpu_mem_mb", -1);
+  w.peak_alloc_mb = number(jr, "peak_alloc_mb", -1), w.cpu_percent = number(jr, "cpu_percent", -1);
+  w.rss_mb = number(jr, "rss_mb", -1), w.sm_active = number(jr, "sm_active", -1);
+  w.sm_occupancy = number(jr, "sm_occupancy", -1), w.tensor_active = number(jr, "tensor_active", -1);
+  w.dram_bw = number(jr, "dram_bw", -1), w.tflops = number(jr, "tflops", -1), w.mfu = number(jr, "mfu", -1);
+  w.loader_cpu_s = number(jr, "loader_cpu_s", -1), w.loader_cpu_wait_s = number(jr, "loader_cpu_wait_s", -1);
+  return w;
+}
+
 AnalyzeResult analyze_run(const std::string& path) {
   AnalyzeResult r;
   fs::path p(path);
@@ -310,6 +356,19 @@ AnalyzeResult analyze_run(const std::string& path) {
   }
   r.context = load_context(dir.string(), r.context_source);
   r.overall = combine_windows(r.windows);
+  // The trainer's own run summary has the exact per-step percentiles that combining windows can only approximate
+  // (the data-wait tail p95/p50 decides some verdicts): when it covers exactly these windows' steps, it is the
+  // overall window, so the analysis repeats the run's own diagnosis line.
+  if (!r.warmup_only) {
+    const auto run = read_summary_run((dir / "summary.json").string());
+    if (run && run->first_step == r.overall.first_step && run->last_step == r.overall.last_step &&
+        run->steps == r.overall.steps) {
+      const double ips = r.overall.images_per_s;
+      r.overall = *run;
+      if (r.overall.images_per_s <= 0) r.overall.images_per_s = ips;
+      r.overall_source = "summary.json";
+    }
+  }
   r.diagnosis = diagnose(r.overall, r.context);
   std::map<std::string, int> counts;
   for (const auto& w : r.windows) {
@@ -319,7 +378,8 @@ AnalyzeResult analyze_run(const std::string& path) {
 
   WindowSummary shown = r.overall;
   for (const auto& s : r.epoch_stages) shown.stages.push_back(s);
-  std::string rep = fmt::format("source: {} ({} windows)\n", r.source, r.windows.size());
+  std::string rep = fmt::format("source: {} ({} windows{})\n", r.source, r.windows.size(),
+                                r.overall_source == "summary.json" ? "; run percentiles from summary.json" : "");
   if (r.warmup_only)
     rep += "note: the run ended within its warm-up steps (instrument_warmup): these figures include start-up costs "
            "(primitive creation, allocator growth); run more steps for steady-state advice\n";

@@ -7,6 +7,8 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "golden.h"
 #include "yolo11/instrument/analyze.h"
 #include "yolo11/instrument/profiler.h"
@@ -87,6 +89,35 @@ TEST(Analyze, TrainLogAgreesWithBreakdownCsv) {
     EXPECT_NEAR(a->mean, b->mean, 0.01 * a->mean) << n;
   }
   EXPECT_NEAR(from_log.overall.step.mean, from_csv.overall.step.mean, 0.001);
+}
+
+// yolo11-analyze and yolo11-sweep --verify repeat the trainer's own run diagnosis: the run's percentiles come from
+// summary.json (exact per-step values) when it covers the same steps as the windows, not from window percentiles.
+TEST(Analyze, TheRunSummaryGivesTheExactPercentilesAndTheTrainersOwnDiagnosis) {
+  const std::string dir = make_run("instrument_analyze_summary");
+  const auto run = read_summary_run(dir + "/summary.json");
+  ASSERT_TRUE(run.has_value());
+  const auto summary = nlohmann::json::parse(io::read_file(dir + "/summary.json"));
+  const AnalyzeResult r = analyze_run(dir);
+  EXPECT_EQ(r.overall_source, "summary.json");
+  EXPECT_EQ(r.overall.first_step, 0);
+  EXPECT_EQ(r.overall.last_step, 7);
+  EXPECT_DOUBLE_EQ(r.overall.step.p50, summary["run"]["step"]["p50_s"].get<double>());
+  const StageSummary* dl = r.overall.find("dataloader");
+  ASSERT_NE(dl, nullptr);
+  EXPECT_DOUBLE_EQ(dl->p95, summary["run"]["stages"][0]["p95_s"].get<double>());
+  EXPECT_EQ(r.overall.find("val"), nullptr);  // epoch-level stages stay out of the step window
+  EXPECT_EQ(r.diagnosis.to_string(), summary["diagnosis"].get<std::string>());
+  EXPECT_NE(r.report.find("run percentiles from summary.json"), std::string::npos) << r.report;
+
+  // A summary of other steps (a log of another run copied in, a resumed run's partial record) is not used.
+  auto other = summary;
+  other["run"]["first_step"] = 100;
+  io::write_file_atomic(dir + "/summary.json", other.dump());
+  EXPECT_EQ(analyze_run(dir).overall_source, "windows");
+  io::write_file_atomic(dir + "/summary.json", "{not json");
+  EXPECT_FALSE(read_summary_run(dir + "/summary.json").has_value());
+  EXPECT_EQ(analyze_run(dir).overall_source, "windows");
 }
 
 TEST(Analyze, ClearErrorsForMissingOrForeignInput) {

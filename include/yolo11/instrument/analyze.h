@@ -19,6 +19,9 @@ struct AnalyzeResult {
   AdviceContext context;               ///< settings quoted by the advice (summary.json / args.yaml / defaults)
   std::string context_source;          ///< "summary.json", "args.yaml" or "" (not found: Ultralytics defaults assumed)
   Diagnosis diagnosis;                 ///< of `overall`
+  /// Where `overall` comes from: "summary.json" (the trainer's run summary, exact per-step percentiles, used when it
+  /// covers the same steps as the windows) or "windows" (combine_windows).
+  std::string overall_source = "windows";
   std::vector<Diagnosis> window_diagnoses;
   std::string report;                  ///< human-readable table + diagnosis
   bool warmup_only = false;            ///< no steady window: the warm-up window was analyzed (said in the report)
@@ -36,6 +39,9 @@ std::vector<WindowSummary> read_log_windows(const std::string& path, std::vector
 /// Combines windows: totals add up; mean = total / count; p50 = median of window p50s, p95 = 95th percentile of
 /// window p95s (windows keep no raw samples), max = max; shares of the summed step time.
 WindowSummary combine_windows(const std::vector<WindowSummary>& windows);
+/// The `run` entry of a summary.json written by the Profiler (every measured step of the run, exact percentiles),
+/// without its epoch-level stages; nullopt when the file is missing, unreadable or has no run entry.
+std::optional<WindowSummary> read_summary_run(const std::string& path);
 /// The settings a run's advice and what-if depend on (workers, batch, imgsz, cache, amp, cores, threads, device,
 /// sync): `options` of <run_dir>/summary.json (written by the Profiler), else <run_dir>/args.yaml, else defaults
 /// (cores: this machine's). `source` is set to "summary.json", "args.yaml" or "" accordingly. Throws
