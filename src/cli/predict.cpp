@@ -2,6 +2,7 @@
 // image, a folder, a glob ('dir/*.jpg'), a video file, a webcam index, a .txt list; writes annotated images / videos
 // and, with save_txt=true, Ultralytics-style labels (class cx cy w h [conf], normalized to the original image).
 //   yolo11-predict --weights best.safetensors --source datasets/coco8/images/val conf=0.25 save_txt=true
+#include "yolo11/core/cpus.h"
 #include "yolo11/cli/cli.h"
 
 #include <CLI/CLI.hpp>
@@ -38,7 +39,7 @@ int predict(int argc, char** argv) {
     if (source.empty())
       throw std::runtime_error("no source: pass --source PATH (or source=PATH): an image, a folder, a glob, a video "
                                "file, a webcam index or a .txt list");
-    torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    torch::set_num_threads(core::usable_cores().usable);  // affinity and cgroup quota (core/cpus.h)
     spdlog::debug("{}", yolo11::engine::tune_malloc());
     engine::resolve_source(source);  // before the weights: fail fast on a bad path
     engine::Predictor p(weights, o);

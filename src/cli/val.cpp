@@ -1,5 +1,6 @@
 // yolo11 val / yolo11-val: validates weights on a dataset split like `yolo val`: per-class table, speed line, plots.
 //   yolo11-val --weights runs/train/train/weights/best.safetensors --data configs/datasets/coco8.yaml imgsz=640
+#include "yolo11/core/cpus.h"
 #include "yolo11/cli/cli.h"
 
 #include <CLI/CLI.hpp>
@@ -38,7 +39,7 @@ int val(int argc, char** argv) {
     overrides.push_back("data=" + data);
     overrides.push_back("mode=val");
     auto cfg = yolo11::config::TrainConfig::load("", overrides);
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int cores = yolo11::core::usable_cores().usable;  // affinity and cgroup quota (core/cpus.h)
     torch::set_num_threads(cfg.threads > 0 ? static_cast<int>(cfg.threads) : cores);
     spdlog::debug("{}", yolo11::engine::flush_denormals());  // environment lines: train.log of a training run has them
     spdlog::debug("{}", yolo11::engine::tune_malloc());

@@ -1,4 +1,5 @@
 // Dataset: scan, filter, image cache, load_image, rect shapes (see dataset.h).
+#include "yolo11/core/cpus.h"
 #include "yolo11/data/dataset.h"
 
 #include "yolo11/data/loader_stats.h"
@@ -209,7 +210,7 @@ Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& inf
     } else {
       ram_.resize(size());
       std::atomic<size_t> next{0};
-      const int nt = std::max(1, opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()));
+      const int nt = std::max(1, opt.threads > 0 ? opt.threads : core::usable_cores().usable);
       std::vector<std::thread> pool;
       for (int t = 0; t < nt; ++t)
         pool.emplace_back([&] {

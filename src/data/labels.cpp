@@ -1,4 +1,5 @@
 // Image listing, label parsing/verification, image decoding and the label cache (see labels.h).
+#include "yolo11/core/cpus.h"
 #include "yolo11/data/labels.h"
 
 #include <nlohmann/json.hpp>
@@ -448,7 +449,7 @@ std::vector<ImageRecord> scan_images(const std::vector<std::string>& im_files, i
     }
   if (!stats.from_cache) {
     recs.assign(im_files.size(), ImageRecord{});
-    const int nt = std::max(1, threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
+    const int nt = std::max(1, threads > 0 ? threads : core::usable_cores().usable);
     std::atomic<size_t> next{0};
     std::vector<std::thread> pool;
     disable_opencv_threads();

@@ -92,17 +92,12 @@ void setup_environment(Run& r, const Callbacks& callbacks) {
     c.epochs = cfg.epochs;
     callbacks.run(Event::on_pretrain_routine_start, c);
   }
-  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  r.cores = hw;
-  cpu_set_t allowed_set;
-  CPU_ZERO(&allowed_set);
-  if (sched_getaffinity(0, sizeof(allowed_set), &allowed_set) == 0 && CPU_COUNT(&allowed_set) > 0)
-    r.cores = std::min(hw, CPU_COUNT(&allowed_set));  // taskset / cgroup cpuset / a launcher's pinning
+  r.cpus = core::usable_cores();  // affinity and cgroup CPU quota (core/cpus.h)
+  r.cores = r.cpus.usable;
   r.threads = cfg.threads > 0 ? static_cast<int>(cfg.threads) : r.cores;
-  if (r.cores < hw)
-    spdlog::warn("this process may run on {} of the machine's {} cores (sched_getaffinity: taskset, a cgroup cpuset or "
-                 "the launcher pinned it); intra-op threads {}{}", r.cores, hw, r.threads,
-                 r.threads > r.cores ? ": more threads than allowed cores, they time-share (set threads<=" +
+  if (r.cores < r.cpus.online)
+    spdlog::warn("{}; intra-op threads {}{}", r.cpus.describe(), r.threads,
+                 r.threads > r.cores ? ": more threads than usable cores, they time-share (set threads<=" +
                                            std::to_string(r.cores) + ")" : "");
   else if (r.threads > r.cores)
     spdlog::warn("threads={} exceeds the {} cores: the intra-op threads time-share (oversubscription)", r.threads,
@@ -258,6 +253,8 @@ void setup_instrumentation(Run& r) {
   po.cache = cfg.cache;
   po.amp = r.amp.autocast;
   po.cores = r.cores;
+  po.cpu_affinity = r.cpus.affinity;
+  if (r.cpus.quota) po.cpu_quota = r.cpus.quota->cores, po.cpu_quota_file = r.cpus.quota->file;
   po.threads = r.threads;
   po.device = r.device.str();
   po.log_lines = false;  // the console logger logs take_window_line() itself, after its progress line

@@ -1,4 +1,5 @@
 // yolo11-analyze's logic: read breakdown.csv or train.log windows, combine, diagnose, report.
+#include "yolo11/core/cpus.h"
 #include "yolo11/instrument/analyze.h"
 #include "yolo11/instrument/advice_check.h"
 #include "yolo11/instrument/ops_profile.h"
@@ -103,6 +104,19 @@ std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vect
         w.loader_cpu_s = num(f[col["loader_cpu_s"]], where);
         w.loader_cpu_wait_s = num(f[col["loader_cpu_wait_s"]], where);
       }
+      // contention columns (instrument/contention.h): absent in older files, n/a (−1) then
+      auto opt = [&](const char* name, double& out) {
+        if (col.count(name) && col[name] < f.size()) out = num(f[col[name]], where);
+      };
+      opt("runq_wait", w.contention.runq_wait);
+      opt("others_cpu", w.contention.others_cpu);
+      opt("steal", w.contention.steal);
+      opt("cpu_pressure", w.contention.cpu_pressure);
+      opt("memory_pressure", w.contention.memory_pressure);
+      opt("io_pressure", w.contention.io_pressure);
+      opt("major_faults_per_s", w.contention.major_faults_per_s);
+      opt("load1", w.contention.load1);
+      opt("quota_throttled", w.contention.quota_throttled);
       into.push_back(w);
     }
     WindowSummary& w = into.back();
@@ -198,6 +212,19 @@ WindowSummary combine_windows(const std::vector<WindowSummary>& windows) {
   r.gpu_util = gpu_w > 0 ? gpu_sum / gpu_w : -1;
   r.cpu_percent = cpu_w > 0 ? cpu_sum / cpu_w : -1;
   if (loader_cpu_known) r.loader_cpu_s = loader_cpu, r.loader_cpu_wait_s = loader_cpu_wait;
+  // Contention rates: step-time-weighted means over the windows that have them.
+  auto weighted = [&](double ContentionRates::*f) {
+    double sum = 0, wsum = 0;
+    for (const auto& w : windows) {
+      const double x = w.contention.*f, wt = w.step.mean * static_cast<double>(std::max<int64_t>(1, w.steps));
+      if (x >= 0 && wt > 0) sum += x * wt, wsum += wt;
+    }
+    return wsum > 0 ? sum / wsum : -1.0;
+  };
+  for (auto f : {&ContentionRates::runq_wait, &ContentionRates::others_cpu, &ContentionRates::steal,
+                 &ContentionRates::cpu_pressure, &ContentionRates::memory_pressure, &ContentionRates::io_pressure,
+                 &ContentionRates::major_faults_per_s, &ContentionRates::load1, &ContentionRates::quota_throttled})
+    r.contention.*f = weighted(f);
   // Known stages in log order first, then the others in order of appearance.
   std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
     auto rank = [](const std::string& n) {
@@ -242,7 +269,7 @@ AdviceContext load_context(const std::string& run_dir, std::string& source) {
   const fs::path dir(run_dir);
   AdviceContext c;
   source.clear();
-  c.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  c.cores = core::usable_cores().usable;
   const fs::path summary = dir / "summary.json";
   if (fs::exists(summary)) {
     const auto j = nlohmann::json::parse(io::read_file(summary.string()), nullptr, false);
@@ -257,6 +284,9 @@ AdviceContext load_context(const std::string& run_dir, std::string& source) {
       c.threads = o.value("threads", c.threads);
       c.device = o.value("device", c.device);
       c.sync = o.value("sync", c.sync);
+      c.affinity_cores = o.value("cpu_affinity", c.affinity_cores);
+      if (o.contains("cpu_quota") && o["cpu_quota"].is_number()) c.quota_cores = o["cpu_quota"].get<double>();
+      c.quota_file = o.value("cpu_quota_file", c.quota_file);
       source = "summary.json";
       return c;
     }
@@ -322,6 +352,15 @@ std::optional<WindowSummary> read_summary_run(const std::string& path) {
   w.sm_occupancy = number(jr, "sm_occupancy", -1), w.tensor_active = number(jr, "tensor_active", -1);
   w.dram_bw = number(jr, "dram_bw", -1), w.tflops = number(jr, "tflops", -1), w.mfu = number(jr, "mfu", -1);
   w.loader_cpu_s = number(jr, "loader_cpu_s", -1), w.loader_cpu_wait_s = number(jr, "loader_cpu_wait_s", -1);
+  if (jr.contains("contention") && jr["contention"].is_object()) {
+    const auto& jc = jr["contention"];
+    ContentionRates& c = w.contention;
+    c.runq_wait = number(jc, "runq_wait", -1), c.others_cpu = number(jc, "others_cpu", -1);
+    c.steal = number(jc, "steal", -1), c.cpu_pressure = number(jc, "cpu_pressure", -1);
+    c.memory_pressure = number(jc, "memory_pressure", -1), c.io_pressure = number(jc, "io_pressure", -1);
+    c.major_faults_per_s = number(jc, "major_faults_per_s", -1), c.load1 = number(jc, "load1", -1);
+    c.quota_throttled = number(jc, "quota_throttled", -1);
+  }
   return w;
 }
 

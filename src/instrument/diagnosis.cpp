@@ -4,6 +4,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "yolo11/instrument/sampler.h"
@@ -17,6 +18,7 @@ const char* to_string(Bottleneck b) {
     case Bottleneck::compute: return "compute-bound";
     case Bottleneck::optimizer_sync: return "optimizer/sync-bound";
     case Bottleneck::none: return "no diagnosis";
+    case Bottleneck::compute_slowed: return "compute slowed";
     case Bottleneck::balanced: break;
   }
   return "balanced";
@@ -114,6 +116,75 @@ std::string optimizer_advice(const Diagnosis& d, const WindowSummary& w, const A
   return "try " + join(changes, ", ");
 }
 
+/// ", run-queue wait 58% of the trainer threads' time, CPU pressure 61%, other processes 0.9 cores, load 3.2 on 2
+/// usable cores": the contention figures that are known.
+std::string contention_evidence(const WindowSummary& w, const AdviceContext& c) {
+  const ContentionRates& r = w.contention;
+  std::string s;
+  if (r.runq_wait >= 0) s += fmt::format(", run-queue wait {:.0f}% of the trainer threads' time", 100.0 * r.runq_wait);
+  if (r.cpu_pressure >= 0) s += fmt::format(", CPU pressure {:.0f}%", 100.0 * r.cpu_pressure);
+  if (r.others_cpu >= 0) s += fmt::format(", other processes {:.1f} cores", r.others_cpu);
+  if (r.steal >= 0.05) s += fmt::format(", steal {:.1f} cores", r.steal);
+  if (r.load1 >= 0) s += fmt::format(", load {:.1f}", r.load1);
+  s += fmt::format(" on {} usable core{}", std::max(1, c.cores), c.cores == 1 ? "" : "s");
+  if (r.quota_throttled >= 0)
+    s += fmt::format(", throttled by the CPU quota in {:.0f}% of its periods", 100.0 * r.quota_throttled);
+  return s;
+}
+
+/// Cores the loader workers kept busy during the window's steps (their CPU time over the step time); 0 when unknown.
+double loader_cores(const WindowSummary& w) {
+  return w.loader_cpu_s > 0 && w.step.total > 0 ? w.loader_cpu_s / w.step.total : 0.0;
+}
+
+/// The cause of slowed compute and what to change, from the settings and the contention figures.
+std::string slowed_cause(const WindowSummary& w, const AdviceContext& c, const DiagnosisThresholds& t) {
+  const ContentionRates& r = w.contention;
+  const int cores = std::max(1, c.cores);
+  const double loader = loader_cores(w);
+  const int own_threads = std::max(1, c.threads);
+  const int fit = std::max(1, cores - static_cast<int>(std::lround(loader)));  // threads that leave the loader room
+  const bool quota_binds = c.quota_cores > 0 && c.affinity_cores > 0 && c.quota_cores < c.affinity_cores;
+  if (quota_binds && (own_threads > cores || r.quota_throttled >= t.quota_throttled)) {
+    if (own_threads <= cores)
+      return fmt::format("a CPU quota of {:.2g} core{} ({}) below the {} cores this process sees, throttled in {:.0f}% "
+                         "of its periods: the run gets no more CPU here; ask for a larger quota (or fewer loader "
+                         "workers beside the compute)",
+                         c.quota_cores, c.quota_cores == 1.0 ? "" : "s", c.quota_file.empty() ? "cgroup" : c.quota_file,
+                         c.affinity_cores, 100.0 * r.quota_throttled);
+    return fmt::format("a CPU quota of {:.2g} core{} ({}) below the {} cores this process sees: threads={} time-share "
+                       "it → try threads={}",
+                       c.quota_cores, c.quota_cores == 1.0 ? "" : "s", c.quota_file.empty() ? "cgroup" : c.quota_file,
+                       c.affinity_cores, own_threads, fit);
+  }
+  if (own_threads + loader > cores + 0.5) {
+    return fmt::format("the run's own oversubscription: threads={} + {:.1f} cores of loader workers on {} usable "
+                       "core{} → try threads={}",
+                       own_threads, loader, cores, cores == 1 ? "" : "s", fit < own_threads ? fit : std::max(1, own_threads - 1));
+  }
+  const bool others = (r.others_cpu >= 0 && r.others_cpu >= t.others_cpu_share * cores) ||
+                      (r.steal >= 0 && r.steal >= t.others_cpu_share * cores);
+  if (others) {
+    const int left = std::max(1, cores - static_cast<int>(std::ceil(std::max(0.0, r.others_cpu) - 0.25)));
+    std::string s = fmt::format("CPU contention by other processes ({:.1f} of {} cores{})", std::max(0.0, r.others_cpu),
+                                cores, r.steal >= 0.05 ? fmt::format(", {:.1f} stolen by the hypervisor", r.steal) : "");
+    if (left < own_threads)
+      return s + fmt::format(": stop them, or leave them their cores → try threads={} (now {})", left, own_threads);
+    return s + ": stop the other work on this machine, or train where the cores are free";
+  }
+  if ((r.major_faults_per_s >= 0 && r.major_faults_per_s >= t.major_faults_per_s) ||
+      (r.memory_pressure >= 0 && r.memory_pressure >= t.memory_pressure)) {
+    std::string s = fmt::format("memory pressure ({:.0f} major page faults/s, memory pressure {:.0f}%)",
+                                std::max(0.0, r.major_faults_per_s), 100.0 * std::max(0.0, r.memory_pressure));
+    std::vector<std::string> changes;
+    if (c.cache == "ram") changes.push_back("cache=disk");
+    if (c.batch > 1) changes.push_back(fmt::format("batch={}", std::max<int64_t>(1, c.batch / 2)));
+    return s + ": free memory on this machine" + (changes.empty() ? "" : " → try " + join(changes, ", "));
+  }
+  return "no cause found among other processes, oversubscription, quota or memory: look at what else runs here "
+         "(top, pidstat)";
+}
+
 }  // namespace
 
 Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const DiagnosisThresholds& t) {
@@ -135,10 +206,26 @@ Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const Diagn
     d.bottleneck = Bottleneck::data;
     d.reason = fmt::format("data wait {:.0f}% of step, p95/p50 {:.1f}{}", 100.0 * d.data_share, d.data_tail, gpu);
     d.advice = data_advice(d, ctx, t);
+    const ContentionRates& r = w.contention;
+    const int cores = std::max(1, ctx.cores);
+    if (r.others_cpu >= 0 && r.others_cpu >= t.others_cpu_share * cores)  // more workers compete for the same cores
+      d.reason += fmt::format(", loader short of CPU: other processes {:.1f} of {} cores, run-queue wait {:.0f}%",
+                              r.others_cpu, cores, 100.0 * std::max(0.0, r.runq_wait));
+    if (r.io_pressure >= 0 && r.io_pressure >= 0.10)
+      d.reason += fmt::format(", I/O pressure {:.0f}% (the disk is busy)", 100.0 * r.io_pressure);
+    if (r.major_faults_per_s >= t.major_faults_per_s)
+      d.reason += fmt::format(", {:.0f} major page faults/s", r.major_faults_per_s);
   } else if (d.optimizer_share >= t.optimizer_share) {
     d.bottleneck = Bottleneck::optimizer_sync;
     d.reason = fmt::format("h2d+optimizer+ema {:.0f}% of step{}", 100.0 * d.optimizer_share, gpu);
     d.advice = optimizer_advice(d, w, ctx);
+  } else if (d.compute_share >= t.compute_share &&
+             (w.contention.runq_wait >= t.runq_wait || w.contention.quota_throttled >= t.quota_throttled)) {
+    // Compute dominates, but its threads waited for cores: faster hardware would not be the remedy.
+    d.bottleneck = Bottleneck::compute_slowed;
+    d.reason = fmt::format("forward+loss+backward {:.0f}% of step{}{}", 100.0 * d.compute_share, gpu,
+                           contention_evidence(w, ctx));
+    d.advice = slowed_cause(w, ctx, t);
   } else if (d.compute_share >= t.compute_share) {
     d.bottleneck = Bottleneck::compute;
     d.reason = fmt::format("forward+loss+backward {:.0f}% of step{}", 100.0 * d.compute_share, gpu);

@@ -1,5 +1,6 @@
 // Profiler: stage timers, windows, epoch tables, Nsight capture range; the files it writes (breakdown.csv,
 // summary.json, trace.json) are in profiler_report.cpp.
+#include "yolo11/core/cpus.h"
 #include "yolo11/instrument/profiler.h"
 #include "yolo11/instrument/whatif.h"
 
@@ -151,6 +152,7 @@ WindowSummary Profiler::Impl::summarize(const std::string& kind, const Accum& a,
     w.sm_occupancy = g.sm_occupancy;
     w.tensor_active = g.tensor_active;
     w.dram_bw = g.dram_bw;
+    w.contention = g.contention;
   }
   if (const auto u = instrument::mfu(o.train_flops_per_image, w.images_per_s, o.peak_flops); u && !peak_rejected) {
     if (*u > 1.0 && !cuda_timing) {
@@ -306,8 +308,17 @@ Profiler::Profiler(ProfilerOptions opts) : impl_(std::make_unique<Impl>()) {
     }
   }
   if (o.level == Level::full && !o.trace_steps) o.trace_steps = kDefaultTraceSteps;
-  if (o.cores <= 0) o.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  m.ctx = AdviceContext{o.workers, o.batch, o.imgsz, o.cache, o.amp, o.cores, o.device, o.sync, o.threads};
+  if (o.cores <= 0) {
+    const core::CpuBudget b = core::usable_cores();
+    o.cores = b.usable;
+    if (o.cpu_affinity <= 0) o.cpu_affinity = b.affinity;
+    if (o.cpu_quota < 0 && b.quota) o.cpu_quota = b.quota->cores, o.cpu_quota_file = b.quota->file;
+  }
+  m.ctx.workers = o.workers, m.ctx.batch = o.batch, m.ctx.imgsz = o.imgsz, m.ctx.cache = o.cache, m.ctx.amp = o.amp;
+  m.ctx.cores = o.cores, m.ctx.device = o.device, m.ctx.sync = o.sync, m.ctx.threads = o.threads;
+  m.ctx.affinity_cores = o.cpu_affinity;
+  m.ctx.quota_cores = o.cpu_quota;
+  m.ctx.quota_file = o.cpu_quota_file;
   m.ctx.cuda_built = compat::built_with_cuda();
   m.ctx.cuda_devices = m.ctx.cuda_built ? compat::cuda_device_count() : 0;
   m.cuda_timing = o.cuda && !o.sync && compat::cuda_available();

@@ -27,7 +27,8 @@ void Profiler::Impl::flush_csv() {
     if (!csv) throw std::runtime_error("instrument: cannot open " + path + " for writing; check run_dir permissions");
     if (fresh) {
       csv << "kind,epoch,first_step,last_step,steps,images,stage,count,mean_s,p50_s,p95_s,max_s,share,"
-             "images_per_s,gpu_util,cpu_percent,rss_mb,gpu_mem_mb,diagnosis,rank,tflops,mfu,loader_cpu_s,loader_cpu_wait_s\n";
+             "images_per_s,gpu_util,cpu_percent,rss_mb,gpu_mem_mb,diagnosis,rank,tflops,mfu,loader_cpu_s,loader_cpu_wait_s,"
+             "runq_wait,others_cpu,steal,cpu_pressure,memory_pressure,io_pressure,major_faults_per_s,load1,quota_throttled\n";
     }
   }
   csv << csv_buffer;
@@ -38,13 +39,15 @@ void Profiler::Impl::flush_csv() {
 
 void Profiler::Impl::write_csv(const WindowSummary& w, const Diagnosis& d, bool with_step_row) {
   if (o.run_dir.empty()) return;
+  const ContentionRates& c = w.contention;
   auto row = [&](const StageSummary& s, const std::string& diag) {
     csv_buffer += fmt::format(
         "{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},{:.3f},{:.1f},{:.1f},{:.1f},{:.1f},\"{}\",{},{:.4g},"
-        "{:.4g},{:.4f},{:.4f}\n",
+        "{:.4g},{:.4f},{:.4f},{:.4f},{:.3f},{:.3f},{:.4f},{:.4f},{:.4f},{:.1f},{:.2f},{:.3f}\n",
         w.kind, w.epoch, w.first_step, w.last_step, w.steps, w.images, s.name, s.count, s.mean, s.p50, s.p95, s.max,
         s.share, w.images_per_s, w.gpu_util, w.cpu_percent, w.rss_mb, w.gpu_mem_mb, diag, o.rank, w.tflops, w.mfu,
-        w.loader_cpu_s, w.loader_cpu_wait_s);
+        w.loader_cpu_s, w.loader_cpu_wait_s, c.runq_wait, c.others_cpu, c.steal, c.cpu_pressure, c.memory_pressure,
+        c.io_pressure, c.major_faults_per_s, c.load1, c.quota_throttled);
   };
   for (const auto& s : w.stages) {
     if (s.count > 0) row(s, s.per_epoch ? "per_epoch" : "");
@@ -86,7 +89,16 @@ nlohmann::json Profiler::Impl::to_json(const WindowSummary& w, const Diagnosis* 
                       {"tflops", na(w.tflops)},
                       {"mfu", na(w.mfu)},
                       {"loader_cpu_s", na(w.loader_cpu_s)},
-                      {"loader_cpu_wait_s", na(w.loader_cpu_wait_s)}};
+                      {"loader_cpu_wait_s", na(w.loader_cpu_wait_s)},
+                      {"contention", {{"runq_wait", na(w.contention.runq_wait)},
+                                      {"others_cpu", na(w.contention.others_cpu)},
+                                      {"steal", na(w.contention.steal)},
+                                      {"cpu_pressure", na(w.contention.cpu_pressure)},
+                                      {"memory_pressure", na(w.contention.memory_pressure)},
+                                      {"io_pressure", na(w.contention.io_pressure)},
+                                      {"major_faults_per_s", na(w.contention.major_faults_per_s)},
+                                      {"load1", na(w.contention.load1)},
+                                      {"quota_throttled", na(w.contention.quota_throttled)}}}};
   if (d != nullptr) {
     j["diagnosis"] = {{"bottleneck", to_string(d->bottleneck)}, {"reason", d->reason}, {"advice", d->advice},
                       {"data_share", d->data_share},           {"data_tail", d->data_tail},
@@ -111,7 +123,9 @@ void Profiler::Impl::write_summary(bool traced) {
        {{"log_every", o.log_every}, {"warmup_steps", o.warmup_steps}, {"trace_steps", range(o.trace_steps)}, {"profile_steps", range(o.profile_steps)},
         {"sync", o.sync}, {"cuda", o.cuda}, {"cuda_events", cuda_timing}, {"sample_hz", o.sample_hz},
         {"workers", o.workers}, {"batch", o.batch}, {"imgsz", o.imgsz}, {"cache", o.cache}, {"amp", o.amp},
-        {"cores", o.cores}, {"threads", o.threads}, {"device", o.device}}},
+        {"cores", o.cores}, {"threads", o.threads}, {"device", o.device}, {"cpu_affinity", o.cpu_affinity},
+        {"cpu_quota", o.cpu_quota >= 0 ? nlohmann::json(o.cpu_quota) : nlohmann::json(nullptr)},
+        {"cpu_quota_file", o.cpu_quota_file}}},
       {"nvml", sampler->has_nvml()},
       {"gpu_name", sampler->gpu_name()},
       {"wall_s", static_cast<double>(run_acc.t1_ns - t_start) * 1e-9},
@@ -219,7 +233,7 @@ void Profiler::record_ranks(const RankReport& r) {
     for (size_t k = 0; k < kRankFields.size(); ++k) {
       const double v = r.rows[i][k];
       const bool last = k + 1 == kRankFields.size();
-      m.csv_buffer += fmt::format("rank,{},{},{},{},,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,\n", r.epoch,
+      m.csv_buffer += fmt::format("rank,{},{},{},{},,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,,,,,,,,,,\n", r.epoch,
                                   r.first_step, r.last_step, steps, kRankFields[k], steps, v, v, v, v,
                                   step > 0 ? v / step : 0.0, last ? verdict : "", i);
     }
@@ -234,7 +248,7 @@ void Profiler::record_loader(int64_t epoch, const std::vector<LoaderPartRow>& pa
   for (const auto& p : parts) {
     if (p.count == 0) continue;
     const double mean = p.total_s / static_cast<double>(p.count);
-    impl_->csv_buffer += fmt::format("loader,{},-1,-1,-1,,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,\n",
+    impl_->csv_buffer += fmt::format("loader,{},-1,-1,-1,,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,,,,,,,,,,\n",
                                      epoch, p.name, p.count, mean, p.p50_s, p.p95_s, p.p95_s, p.share,
                                      p.name == "other" ? n : "", impl_->o.rank);
   }

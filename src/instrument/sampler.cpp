@@ -310,6 +310,10 @@ Sample Sampler::sample_now() {
   s.cpu_s = cpu;
   s.rss_mb = process_rss_mb();
   {
+    std::lock_guard<std::mutex> lock(contention_mutex_);
+    s.contention = contention_.read();
+  }
+  {
     std::lock_guard<std::mutex> lock(mutex_);
     if (cpu >= 0 && last_cpu_s_ >= 0 && s.t_ns > last_cpu_t_) {
       s.cpu_percent = 100.0 * (cpu - last_cpu_s_) / (static_cast<double>(s.t_ns - last_cpu_t_) * 1e-9);
@@ -380,8 +384,10 @@ SampleAggregate Sampler::aggregate(int64_t t0_ns, int64_t t1_ns) const {
   };
   a.cpu_percent = mean(&Sample::cpu_percent);
   if (in.size() >= 2 && in.front()->cpu_s >= 0 && in.back()->cpu_s >= 0 && in.back()->t_ns > in.front()->t_ns) {
-    a.cpu_percent = 100.0 * (in.back()->cpu_s - in.front()->cpu_s) /
-                    (static_cast<double>(in.back()->t_ns - in.front()->t_ns) * 1e-9);
+    const double dt = static_cast<double>(in.back()->t_ns - in.front()->t_ns) * 1e-9;
+    a.cpu_percent = 100.0 * (in.back()->cpu_s - in.front()->cpu_s) / dt;
+    a.contention = contention_rates(in.front()->contention, in.back()->contention, dt,
+                                    in.back()->cpu_s - in.front()->cpu_s);
   }
   a.gpu_util = mean(&Sample::gpu_util);
   a.sm_active = mean(&Sample::sm_active);

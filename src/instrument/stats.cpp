@@ -114,6 +114,9 @@ std::string format_table(const WindowSummary& w, int64_t epochs) {
   t += fmt::format("{} steps, {} images, {:.1f} img/s, GPU {}", w.steps, w.images, w.images_per_s, pct(w.gpu_util));
   if (w.cpu_percent >= 0) t += fmt::format(", CPU {:.0f}%", w.cpu_percent);
   if (w.rss_mb >= 0) t += fmt::format(", RSS {:.0f} MiB", w.rss_mb);
+  // Contention (instrument/contention.h), where it is large enough to matter.
+  if (w.contention.runq_wait >= 0.05) t += fmt::format(", run-queue wait {:.0f}%", 100.0 * w.contention.runq_wait);
+  if (w.contention.others_cpu >= 0.25) t += fmt::format(", other processes {:.1f} cores", w.contention.others_cpu);
   if (w.gpu_mem_mb >= 0) t += fmt::format(", GPU mem {:.0f} MiB", w.gpu_mem_mb);
   if (w.peak_alloc_mb >= 0) t += fmt::format(", peak alloc {:.0f} MiB", w.peak_alloc_mb);
   if (w.mfu >= 0) t += fmt::format(", MFU {:.1f}% ({:.3g} TFLOP/s)", 100.0 * w.mfu, w.tflops);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "yolo11/config/train_config.h"
+#include "yolo11/core/cpus.h"
 #include "yolo11/core/device.h"
 #include "yolo11/data/dataset_info.h"
 #include "yolo11/data/loader.h"
@@ -59,6 +60,7 @@ struct Run {
   bool main_rank = true;     ///< rank 0 writes the run dir, logs, checkpoints and validates
   bool resuming = false;
   std::string run_dir;       ///< empty on ranks > 0
+  core::CpuBudget cpus;  ///< online / affinity / cgroup quota → usable cores (core/cpus.h)
   int cores = 1, threads = 1;
   core::DevicePlan plan;     ///< the device of this process and why (core/device.h); `device` and `cuda` mirror it
   torch::Device device{torch::kCPU};

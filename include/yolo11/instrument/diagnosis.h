@@ -11,8 +11,10 @@ struct WindowSummary;
 struct ProcessMemory;
 
 /// none: nothing measured to judge (every step of the run fell in the instrument warm-up).
-enum class Bottleneck { balanced, data, compute, optimizer_sync, none };
-/// "balanced" | "data-bound" | "compute-bound" | "optimizer/sync-bound" | "no diagnosis"
+/// compute_slowed: compute dominates the step, but the trainer's threads spent a large share of their runnable time
+/// waiting for a core (contention: other processes, the run's own oversubscription, a CPU quota, memory pressure).
+enum class Bottleneck { balanced, data, compute, optimizer_sync, none, compute_slowed };
+/// "balanced" | "data-bound" | "compute-bound" | "optimizer/sync-bound" | "no diagnosis" | "compute slowed"
 const char* to_string(Bottleneck b);
 
 /// Relative thresholds; shares are fractions of the mean step wall time.
@@ -25,6 +27,14 @@ struct DiagnosisThresholds {
   double gpu_busy = 80.0;         ///< ... on GPU also when util ≥ this % (below it: under-filled GPU)
   /// NVML GPM: a GPU "busy" (util ≥ gpu_busy) with SM activity under this % is launch-bound (tiny kernels).
   double sm_active_low = 50.0;
+  /// Contention (instrument/contention.h): compute counts as slowed when the trainer's threads waited for a core for
+  /// ≥ this share of their runnable time (run-queue wait / (wait + run)); on a quiet machine it stays under 5 %.
+  double runq_wait = 0.20;
+  double others_cpu_share = 0.25;  ///< other processes busy on ≥ this share of the usable cores → they are the cause
+  double major_faults_per_s = 100;  ///< ... or memory pressure: major page faults per second ≥ this
+  double memory_pressure = 0.10;    ///< ... or /proc/pressure/memory "some" ≥ this share of the time
+  /// ... or a cgroup CPU quota that ran out in ≥ this share of its periods (the kernel stopped the run's threads)
+  double quota_throttled = 0.5;
 };
 
 /// The settings the advice quotes back.
@@ -44,6 +54,11 @@ struct AdviceContext {
   /// CUDA devices this process sees (compat::cuda_device_count); −1 = unknown (analyses of finished runs). With a
   /// CUDA build and 0 devices the advice names a machine with a GPU instead of device=0, which would stop here.
   int cuda_devices = -1;
+  /// Where `cores` comes from (core/cpus.h): the cores the affinity mask allows (0 = unknown) and a cgroup CPU quota
+  /// in cores (−1 = none) with the file that sets it. The quota is the cause when it is below the affinity cores.
+  int affinity_cores = 0;
+  double quota_cores = -1;
+  std::string quota_file;
 };
 
 struct Diagnosis {

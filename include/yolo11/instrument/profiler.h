@@ -95,7 +95,10 @@ struct ProfilerOptions {
   int64_t imgsz = 640;
   std::string cache = "False";  ///< "False" | "ram" | "disk"
   bool amp = true;
-  int cores = 0;             ///< 0 → std::thread::hardware_concurrency()
+  int cores = 0;             ///< usable cores; 0 → core::usable_cores() (affinity and cgroup quota, core/cpus.h)
+  int cpu_affinity = 0;      ///< cores the affinity mask allows; 0 → from core::usable_cores() when cores is 0
+  double cpu_quota = -1;     ///< cgroup CPU quota in cores, −1 = none (core/cpus.h)
+  std::string cpu_quota_file;  ///< the file that sets cpu_quota
   int threads = 0;           ///< intra-op threads of the compute (at::get_num_threads()); 0 = unknown
   std::string device = "cpu";
   DiagnosisThresholds thresholds;

@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+#include "yolo11/instrument/contention.h"
+
 namespace yolo11::instrument {
 
 /// One reading; −1 means n/a.
@@ -29,6 +31,7 @@ struct Sample {
   /// NVML GPM (Hopper and later), % over the time since the previous reading: SMs with a warp resident, warps
   /// resident vs the SMs' maximum, SMs issuing tensor-core instructions, DRAM bandwidth vs its peak.
   double sm_active = -1, sm_occupancy = -1, tensor_active = -1, dram_bw = -1;
+  ContentionCounters contention;  ///< cumulative /proc counters (instrument/contention.h)
 };
 
 /// Means/maxima of the samples in a time span; −1 where n/a.
@@ -39,6 +42,7 @@ struct SampleAggregate {
   double cpu_percent = -1, rss_mb = -1, gpu_util = -1, gpu_mem_mb = -1, sm_clock_mhz = -1, power_w = -1,
          peak_alloc_mb = -1;
   double sm_active = -1, sm_occupancy = -1, tensor_active = -1, dram_bw = -1;  ///< GPM means, %
+  ContentionRates contention;  ///< between the first and last reading of the span (instrument/contention.h)
 };
 
 /// Process CPU time (user + system) from /proc/self/stat, seconds; −1 when unreadable.
@@ -115,6 +119,8 @@ class Sampler {
   std::atomic<double> queue_depth_{-1};
   mutable std::mutex mutex_;
   std::deque<Sample> samples_;  // last kKeepSeconds of readings
+  std::mutex contention_mutex_;  // sample_now runs on the sampler thread and, at finish, on the trainer's
+  ContentionReader contention_;
   double last_cpu_s_ = -1;
   int64_t last_cpu_t_ = 0;
   std::thread thread_;

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "yolo11/instrument/contention.h"
+
 namespace yolo11::instrument {
 
 struct StageSummary {
@@ -37,6 +39,9 @@ struct WindowSummary {
   /// and the part of it that fell inside the trainer's "dataloader" stage (its wait); −1 = n/a (no clock, or the
   /// synchronous loader). The rest ran while the trainer computed: on a CPU device it competed with the compute.
   double loader_cpu_s = -1, loader_cpu_wait_s = -1;
+  /// Contention over the window (instrument/contention.h): the trainer threads' run-queue wait, cores other processes
+  /// used, CPU / memory / I/O pressure, major faults, load; each −1 when n/a.
+  ContentionRates contention;
 
   /// The stage of that name, or nullptr.
   const StageSummary* find(const std::string& name) const;

@@ -1,0 +1,344 @@
+// Contention: the usable core count from affinity and cgroup quota (core/cpus.h), the /proc counters
+// (instrument/contention.h) and the "compute slowed" verdict that names its cause with its evidence
+// (instrument/diagnosis.h). The process-level tests make each cause happen for real: child processes that burn the
+// cores, more spinning threads than cores, a cgroup CPU quota (where this test may create one).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "golden.h"
+#include "yolo11/core/cpus.h"
+#include "yolo11/instrument/analyze.h"
+#include "yolo11/instrument/contention.h"
+#include "yolo11/instrument/diagnosis.h"
+#include "yolo11/instrument/profiler.h"
+#include "yolo11/instrument/stats.h"
+#include "yolo11/io/file.h"
+
+namespace yolo11 {
+namespace {
+
+namespace fs = std::filesystem;
+using instrument::AdviceContext;
+using instrument::Bottleneck;
+using instrument::ContentionRates;
+using instrument::WindowSummary;
+
+TEST(CpuQuota, CpuMaxIsQuotaOverPeriodAndMaxIsNoLimit) {
+  EXPECT_DOUBLE_EQ(*core::parse_cpu_max("50000 100000\n", "cpu.max"), 0.5);
+  EXPECT_DOUBLE_EQ(*core::parse_cpu_max("200000 100000", "cpu.max"), 2.0);
+  EXPECT_FALSE(core::parse_cpu_max("max 100000\n", "cpu.max").has_value());
+  for (const char* bad : {"", "abc 100000", "50000 0", "-5 100000", "50000 x"}) {
+    try {
+      core::parse_cpu_max(bad, "/sys/fs/cgroup/a/cpu.max");
+      ADD_FAILURE() << "expected a throw for '" << bad << "'";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("/sys/fs/cgroup/a/cpu.max"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(CpuQuota, TheTightestLimitAlongTheCgroupPathBindsInV1AndV2) {
+  const fs::path root = test::scratch_dir("cpu_quota_tree");
+  // v2: unified hierarchy at the root; the parent limits to 1.5 cores, the process's own cgroup has no limit.
+  fs::create_directories(root / "v2/job/task");
+  io::write_file_atomic((root / "v2/cgroup.controllers").string(), "cpu memory\n");
+  io::write_file_atomic((root / "v2/job/cpu.max").string(), "150000 100000\n");
+  io::write_file_atomic((root / "v2/job/task/cpu.max").string(), "max 100000\n");
+  auto q = core::cpu_quota("0::/job/task\n", (root / "v2").string());
+  ASSERT_TRUE(q.has_value());
+  EXPECT_DOUBLE_EQ(q->cores, 1.5);
+  EXPECT_EQ(q->file, (root / "v2/job/cpu.max").string());
+  EXPECT_FALSE(core::cpu_quota("0::/\n", (root / "v2").string()).has_value());  // the root has no cpu.max
+  // v1: the cpu controller mounted as "cpu,cpuacct"; the inner cgroup is tighter (0.5 core); -1 = unlimited.
+  fs::create_directories(root / "v1/cpu,cpuacct/a/b");
+  io::write_file_atomic((root / "v1/cpu,cpuacct/a/cpu.cfs_quota_us").string(), "-1\n");
+  io::write_file_atomic((root / "v1/cpu,cpuacct/a/cpu.cfs_period_us").string(), "100000\n");
+  io::write_file_atomic((root / "v1/cpu,cpuacct/a/b/cpu.cfs_quota_us").string(), "50000\n");
+  io::write_file_atomic((root / "v1/cpu,cpuacct/a/b/cpu.cfs_period_us").string(), "100000\n");
+  q = core::cpu_quota("12:memory:/x\n4:cpu,cpuacct:/a/b\n0::/\n", (root / "v1").string());
+  ASSERT_TRUE(q.has_value());
+  EXPECT_DOUBLE_EQ(q->cores, 0.5);
+  EXPECT_EQ(q->file, (root / "v1/cpu,cpuacct/a/b/cpu.cfs_quota_us").string());
+  EXPECT_FALSE(core::cpu_quota("4:cpu,cpuacct:/a\n", (root / "v1").string()).has_value());
+  EXPECT_FALSE(core::cpu_quota("garbage\n", (root / "v1").string()).has_value());
+}
+
+TEST(CpuQuota, UsableCoresOfThisProcessAreAtLeastOneAndAtMostTheAffinity) {
+  const core::CpuBudget b = core::usable_cores();
+  EXPECT_GE(b.usable, 1);
+  EXPECT_LE(b.usable, b.affinity);
+  EXPECT_LE(b.affinity, b.online);
+  EXPECT_NE(b.describe().find(std::to_string(b.usable)), std::string::npos) << b.describe();
+}
+
+TEST(Contention, RatesAreDifferencesOverTheSpan) {
+  instrument::ContentionCounters a, b;
+  a.own_run_s = 10, a.own_wait_s = 2, a.machine_busy_s = 100, a.steal_s = 0, a.psi_cpu_s = 5, a.psi_memory_s = 0;
+  a.psi_io_s = 1, a.major_faults = 10, a.load1 = 1.0, a.quota_periods = 100, a.quota_throttled_periods = 50;
+  b = a;
+  b.own_run_s = 12, b.own_wait_s = 4, b.machine_busy_s = 104, b.psi_cpu_s = 6, b.psi_io_s = 1.5, b.major_faults = 410;
+  b.load1 = 3.0, b.quota_periods = 120, b.quota_throttled_periods = 65;
+  const ContentionRates r = instrument::contention_rates(a, b, 2.0, 2.0);  // 2 s; this process used 2 s of CPU
+  EXPECT_DOUBLE_EQ(r.runq_wait, 0.5);     // waited 2 s, ran 2 s
+  EXPECT_DOUBLE_EQ(r.others_cpu, 1.0);    // (4 − 2) s of others' CPU over 2 s
+  EXPECT_DOUBLE_EQ(r.cpu_pressure, 0.5);
+  EXPECT_DOUBLE_EQ(r.memory_pressure, 0.0);
+  EXPECT_DOUBLE_EQ(r.io_pressure, 0.25);
+  EXPECT_DOUBLE_EQ(r.major_faults_per_s, 200.0);
+  EXPECT_DOUBLE_EQ(r.load1, 2.0);
+  EXPECT_DOUBLE_EQ(r.quota_throttled, 0.75);
+  instrument::ContentionCounters none;
+  const ContentionRates n = instrument::contention_rates(none, none, 2.0, 1.0);
+  EXPECT_LT(n.runq_wait, 0);
+  EXPECT_LT(n.others_cpu, 0);
+  EXPECT_LT(n.quota_throttled, 0);
+}
+
+TEST(Contention, TheReaderSeesThisProcessesThreadsAndTheMachine) {
+  instrument::ContentionReader reader;
+  (void)reader.read();
+  std::atomic<bool> stop{false};
+  std::thread spin([&] {  // born after the first reading: all its time counts in the next interval
+    volatile double x = 0;
+    while (!stop.load()) x = x + 1;
+  });
+  const auto a = reader.read();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto b = reader.read();
+  stop = true;
+  spin.join();
+  if (a.own_run_s < 0) GTEST_SKIP() << "no /proc/self/task/*/schedstat on this kernel";
+  EXPECT_GT(b.own_run_s - a.own_run_s, 0.1);  // the spinning thread ran most of the 300 ms
+  EXPECT_GE(b.machine_busy_s, a.machine_busy_s);
+  EXPECT_GE(b.load1, 0);
+}
+
+// --- the verdict on synthetic windows -------------------------------------------------------------------------
+
+WindowSummary compute_window(double runq_wait, double others_cpu, double loader_cpu_s = 0) {
+  WindowSummary w;
+  w.steps = 10, w.images = 80;
+  w.step.name = "step", w.step.count = 10, w.step.total = 5.0, w.step.mean = w.step.p50 = w.step.p95 = 0.5;
+  w.images_per_s = 16;
+  for (const auto& [name, share] : std::vector<std::pair<const char*, double>>{
+           {"dataloader", 0.02}, {"forward", 0.30}, {"loss", 0.05}, {"backward", 0.58}, {"optimizer", 0.05}}) {
+    instrument::StageSummary s;
+    s.name = name, s.count = 10, s.share = share, s.total = share * 5.0;
+    s.mean = s.p50 = s.p95 = s.max = s.total / 10;
+    w.stages.push_back(s);
+  }
+  w.contention.runq_wait = runq_wait, w.contention.others_cpu = others_cpu, w.contention.cpu_pressure = 0.6;
+  w.contention.load1 = 3.2, w.contention.major_faults_per_s = 0, w.contention.memory_pressure = 0;
+  w.loader_cpu_s = loader_cpu_s;
+  return w;
+}
+
+AdviceContext cpu_ctx(int cores, int threads) {
+  AdviceContext c;
+  c.device = "cpu", c.cores = cores, c.threads = threads, c.workers = 2, c.batch = 16, c.imgsz = 320;
+  c.affinity_cores = cores;
+  return c;
+}
+
+TEST(SlowedCompute, AQuietMachineStaysComputeBound) {
+  const auto d = instrument::diagnose(compute_window(0.04, 0.05), cpu_ctx(2, 2));
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute) << d.to_string();
+}
+
+TEST(SlowedCompute, OtherProcessesAreNamedWithTheirEvidenceAndAThreadsAdvice) {
+  const auto d = instrument::diagnose(compute_window(0.58, 1.0), cpu_ctx(2, 2));
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute_slowed) << d.to_string();
+  const std::string s = d.to_string();
+  for (const char* want : {"compute slowed", "run-queue wait 58% of the trainer threads' time", "CPU pressure 60%",
+                           "other processes 1.0 cores", "load 3.2 on 2 usable cores",
+                           "CPU contention by other processes", "try threads=1"})
+    EXPECT_NE(s.find(want), std::string::npos) << want << " | " << s;
+  EXPECT_EQ(s.find("CUDA"), std::string::npos) << s;  // not "buy a GPU"
+}
+
+TEST(SlowedCompute, MoreThreadsThanCoresIsTheRunsOwnOversubscription) {
+  const auto d = instrument::diagnose(compute_window(0.49, 0.0), cpu_ctx(2, 4));
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute_slowed);
+  EXPECT_NE(d.advice.find("the run's own oversubscription: threads=4"), std::string::npos) << d.to_string();
+  EXPECT_NE(d.advice.find("try threads=2"), std::string::npos) << d.to_string();
+  // Busy loader workers count too: 2 threads + 1.5 cores of workers on 2 cores.
+  const auto e = instrument::diagnose(compute_window(0.35, 0.0, /*loader_cpu_s=*/7.5), cpu_ctx(2, 2));
+  EXPECT_NE(e.advice.find("1.5 cores of loader workers"), std::string::npos) << e.to_string();
+}
+
+TEST(SlowedCompute, AQuotaBelowTheVisibleCoresIsNamedWithItsFile) {
+  AdviceContext c = cpu_ctx(1, 2);
+  c.affinity_cores = 2, c.quota_cores = 1.0, c.quota_file = "/sys/fs/cgroup/job/cpu.max";
+  auto w = compute_window(0.10, 0.0);
+  w.contention.quota_throttled = 0.9;  // throttled in 90 % of the periods, hardly any run-queue wait
+  const auto d = instrument::diagnose(w, c);
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute_slowed) << d.to_string();
+  EXPECT_NE(d.to_string().find("a CPU quota of 1 core (/sys/fs/cgroup/job/cpu.max) below the 2 cores"),
+            std::string::npos) << d.to_string();
+  EXPECT_NE(d.to_string().find("throttled by the CPU quota in 90% of its periods"), std::string::npos);
+  EXPECT_NE(d.advice.find("try threads=1"), std::string::npos) << d.to_string();
+}
+
+TEST(SlowedCompute, MemoryPressureIsNamed) {
+  auto w = compute_window(0.30, 0.0);
+  w.contention.major_faults_per_s = 850, w.contention.memory_pressure = 0.35;
+  AdviceContext c = cpu_ctx(2, 2);
+  c.cache = "ram";
+  const auto d = instrument::diagnose(w, c);
+  EXPECT_NE(d.advice.find("memory pressure (850 major page faults/s, memory pressure 35%)"), std::string::npos)
+      << d.to_string();
+  EXPECT_NE(d.advice.find("try cache=disk, batch=8"), std::string::npos) << d.to_string();
+}
+
+TEST(SlowedCompute, ADataBoundRunSaysWhenTheLoaderIsShortOfCpuOrDisk) {
+  auto w = compute_window(0.4, 1.2);
+  w.stages[0].share = 0.6;  // dataloader
+  w.contention.io_pressure = 0.3;
+  const auto d = instrument::diagnose(w, cpu_ctx(2, 2));
+  EXPECT_EQ(d.bottleneck, Bottleneck::data);
+  EXPECT_NE(d.reason.find("loader short of CPU: other processes 1.2 of 2 cores"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("I/O pressure 30%"), std::string::npos) << d.reason;
+}
+
+// --- causes made to happen for real -----------------------------------------------------------------------------
+
+/// Child processes that each spin one core until killed.
+struct Burners {
+  std::vector<pid_t> pids;
+  explicit Burners(int n) {
+    for (int i = 0; i < n; ++i) {
+      const pid_t p = fork();
+      if (p == 0) {
+        volatile unsigned long x = 0;
+        for (;;) x = x + 1;
+      }
+      if (p > 0) pids.push_back(p);
+    }
+  }
+  ~Burners() {
+    for (pid_t p : pids) kill(p, SIGKILL);
+    for (pid_t p : pids) waitpid(p, nullptr, 0);
+  }
+};
+
+/// A profiled run whose "forward" stage spins `threads` threads for `ms` per step; returns the run's window and
+/// its diagnosis (Profiler + sampler as in training, the advice context given).
+std::pair<WindowSummary, instrument::Diagnosis> spin_run(const std::string& name, int threads, int steps, int ms) {
+  instrument::ProfilerOptions o;
+  o.log_every = steps;
+  o.log_lines = false;
+  o.run_dir = test::scratch_dir(name);
+  o.device = "cpu";
+  o.threads = threads;
+  o.workers = 0;
+  o.sample_hz = 20;
+  {
+    instrument::Profiler p(o);
+    p.begin_epoch(0);
+    for (int i = 0; i < steps; ++i) {
+      p.begin_step(i);
+      { auto s = p.stage("dataloader"); }
+      {
+        auto s = p.stage("forward");
+        std::atomic<bool> stop{false};
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; ++t)
+          pool.emplace_back([&] {
+            volatile double x = 0;
+            while (!stop.load(std::memory_order_relaxed)) x = x + 1;
+          });
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        stop = true;
+        for (auto& t : pool) t.join();
+      }
+      p.end_step(8);
+    }
+    p.end_epoch();
+    p.finish();
+  }
+  const auto run = instrument::read_summary_run(o.run_dir + "/summary.json");
+  EXPECT_TRUE(run.has_value());
+  instrument::Diagnosis d;
+  std::string src;
+  const AdviceContext ctx = instrument::load_context(o.run_dir, src);
+  if (run) d = instrument::diagnose(*run, ctx);
+  return {run.value_or(WindowSummary{}), d};
+}
+
+TEST(SlowedComputeProcess, ChildrenBurningTheCoresAreOtherProcesses) {
+  const int cores = core::usable_cores().usable;
+  Burners burn(cores);
+  const auto [w, d] = spin_run("contention_burners", cores, 8, 150);
+  if (w.contention.runq_wait < 0) GTEST_SKIP() << "no schedstat on this kernel";
+  EXPECT_GE(w.contention.runq_wait, 0.2) << d.to_string();
+  EXPECT_GE(w.contention.others_cpu, 0.25 * cores) << d.to_string();
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute_slowed) << d.to_string();
+  EXPECT_NE(d.advice.find("CPU contention by other processes"), std::string::npos) << d.to_string();
+}
+
+TEST(SlowedComputeProcess, TwiceAsManyThreadsAsCoresIsOwnOversubscription) {
+  const int cores = core::usable_cores().usable;
+  const auto [w, d] = spin_run("contention_oversubscribed", 2 * cores, 8, 150);
+  if (w.contention.runq_wait < 0) GTEST_SKIP() << "no schedstat on this kernel";
+  EXPECT_GE(w.contention.runq_wait, 0.3) << d.to_string();
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute_slowed) << d.to_string();
+  EXPECT_NE(d.advice.find("the run's own oversubscription: threads=" + std::to_string(2 * cores)), std::string::npos)
+      << d.to_string();
+}
+
+// A child process moved into a new cgroup v1 "cpu" group with a quota of one core: its usable cores, its profiler
+// options and its verdict name the quota. Needs a writable cgroup v1 cpu hierarchy (root in a container that
+// mounts one, as on the CI machine); skipped with the reason elsewhere.
+TEST(SlowedComputeProcess, ACgroupQuotaOfOneCoreIsTheUsableCountAndTheCause) {
+  const core::CpuBudget here = core::usable_cores();
+  if (here.affinity < 2) GTEST_SKIP() << "needs at least 2 cores to put a 1-core quota below them";
+  const fs::path mount = "/sys/fs/cgroup/cpu";
+  const fs::path cg = mount / ("yolo11_test_" + std::to_string(getpid()));
+  std::error_code ec;
+  if (!fs::exists(mount / "cpu.cfs_quota_us") || !fs::create_directory(cg, ec) || ec)
+    GTEST_SKIP() << "cannot create a cgroup v1 cpu group under " << mount << " (not root, or no v1 cpu hierarchy)";
+  {
+    std::ofstream(cg / "cpu.cfs_period_us") << 100000;
+    std::ofstream(cg / "cpu.cfs_quota_us") << 100000;
+  }
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    std::ofstream(cg / "cgroup.procs") << getpid() << std::flush;
+    const core::CpuBudget b = core::usable_cores();
+    std::string out = std::to_string(b.usable) + "\n" + (b.quota ? b.quota->file : std::string("none")) + "\n";
+    const auto [w, d] = spin_run("contention_quota", 2, 8, 150);
+    out += d.to_string() + "\n";
+    (void)!write(fds[1], out.data(), out.size());
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  fs::remove(cg, ec);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << got;
+  EXPECT_EQ(got.substr(0, got.find('\n')), "1") << got;
+  EXPECT_NE(got.find((cg / "cpu.cfs_quota_us").string()), std::string::npos) << got;
+  EXPECT_NE(got.find("compute slowed"), std::string::npos) << got;
+  EXPECT_NE(got.find("a CPU quota of 1 core"), std::string::npos) << got;
+}
+
+}  // namespace
+}  // namespace yolo11
