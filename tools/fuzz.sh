@@ -41,7 +41,9 @@ build() {
   if [ ! -f $OUT/build.ninja ]; then
     CC=clang CXX=clang++ cmake -S fuzz -B $OUT -G Ninja -DYOLO11_LIBTORCH="$torch" >/dev/null
   fi
-  nice -n 5 ninja -C $OUT -j"$(nproc)" >/dev/null
+  # quiet when it builds; the compiler's or linker's messages when it does not
+  nice -n 5 ninja -C $OUT -j"$(nproc)" >$OUT/build.log 2>&1 ||
+    { grep -E -A12 '^FAILED|error' $OUT/build.log | head -80 >&2; echo "[fuzz] build failed: $OUT/build.log" >&2; exit 1; }
 }
 
 # The corpus of one target before a run: committed seeds, regression inputs and the tests' fixtures.
