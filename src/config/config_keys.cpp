@@ -451,6 +451,7 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(bool_key("profile_ops_shapes", &C::profile_ops_shapes));
     t.push_back(bool_key("profile_ops_memory", &C::profile_ops_memory));
     t.push_back(bool_key("nvtx_ops", &C::nvtx_ops));
+    t.push_back(bool_key("calibrate", &C::calibrate));
     t.push_back(bool_key("sync", &C::sync));
     t.push_back(str_key("datasets_dir", &C::datasets_dir));
     t.push_back(bool_key("tensorboard", &C::tensorboard));

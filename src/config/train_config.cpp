@@ -172,7 +172,8 @@ const std::vector<std::string>& resume_overridable_keys() {
   static const std::vector<std::string> keys = {
       "epochs", "time", "patience", "batch", "save", "save_period", "cache", "device", "workers", "verbose",
       "close_mosaic", "resume", "val", "plots", "threads", "instrument", "log_every", "trace_steps",
-      "profile_steps", "profile_ops", "profile_ops_shapes", "profile_ops_memory", "nvtx_ops", "sync", "datasets_dir",
+      "profile_steps", "profile_ops", "profile_ops_shapes", "profile_ops_memory", "nvtx_ops", "calibrate", "sync",
+      "datasets_dir",
       "exist_ok", "dist_timeout", "ddp_overlap", "bucket_cap_mb",
       "tensorboard", "metrics_port", "metrics_host", "verify_advice"};
   return keys;

@@ -16,6 +16,7 @@
 #include "yolo11/build_info.h"
 #include "yolo11/compat.h"
 #include "yolo11/engine/autobatch.h"
+#include "yolo11/engine/calibration.h"
 #include "yolo11/data/plots.h"
 #include "yolo11/engine/checkpoint.h"
 #include "yolo11/engine/data_setup.h"
@@ -257,6 +258,13 @@ void setup_instrumentation(Run& r) {
   if (r.cpus.quota) po.cpu_quota = r.cpus.quota->cores, po.cpu_quota_file = r.cpus.quota->file;
   po.threads = r.threads;
   po.device = r.device.str();
+  // The speed this setting's compute reaches here (engine/calibration.h), before the loader starts: a single process
+  // (DDP ranks would time each other's contention), not with instrument=off.
+  if (po.level != instrument::Level::off && !r.pg->active() && cfg.calibrate) {
+    r.calibration = calibrate_compute(r.mo, cfg.batch, cfg.imgsz, r.amp, r.device);
+    if (r.main_rank) spdlog::info("{}", r.calibration.line);
+    po.compute_expected_s = r.calibration.step_s;
+  }
   po.log_lines = false;  // the console logger logs take_window_line() itself, after its progress line
   r.prof = std::make_unique<instrument::Profiler>(po);
   if (cfg.workers > 0 && r.train_loader) {  // the workers' CPU time: the what-if's CPU contention (instrument/whatif.h)

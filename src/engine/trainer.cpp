@@ -171,6 +171,14 @@ TrainSummary Trainer::run_all() {
   check_replicas();
   report_run(r);
   r.prof->finish();
+  if (r.calibration.step_s > 0 && !r.calibration.key.empty()) {
+    // Compute faster than its calibration: the calibration ran on a busy machine. The next run measures again.
+    const double speed = r.prof->run_summary().compute_speed;
+    if (speed > 1.3 && forget_compute_calibration(r.calibration.key))
+      spdlog::warn("compute calibration: this run computed at {:.2f}x its calibrated speed ({:.3f} s per step), so the "
+                   "calibration must have run on a busy machine; removed from the cache, the next run measures it "
+                   "again", speed, r.calibration.step_s);
+  }
   if (r.main_rank)
     mark_summary_interrupted(r.run_dir, r.summary.interrupted, r.summary.interrupted_epoch, r.summary.interrupted_step,
                              r.summary.epochs_done);

@@ -117,6 +117,8 @@ std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vect
       opt("major_faults_per_s", w.contention.major_faults_per_s);
       opt("load1", w.contention.load1);
       opt("quota_throttled", w.contention.quota_throttled);
+      opt("compute_expected_s", w.compute_expected_s);
+      opt("compute_speed", w.compute_speed);
       into.push_back(w);
     }
     WindowSummary& w = into.back();
@@ -221,6 +223,8 @@ WindowSummary combine_windows(const std::vector<WindowSummary>& windows) {
     }
     return wsum > 0 ? sum / wsum : -1.0;
   };
+  for (const auto& w : windows)  // one calibration per run: the windows carry the same expected time
+    if (w.compute_expected_s > 0) r.compute_expected_s = w.compute_expected_s;
   for (auto f : {&ContentionRates::runq_wait, &ContentionRates::others_cpu, &ContentionRates::steal,
                  &ContentionRates::cpu_pressure, &ContentionRates::memory_pressure, &ContentionRates::io_pressure,
                  &ContentionRates::major_faults_per_s, &ContentionRates::load1, &ContentionRates::quota_throttled})
@@ -251,6 +255,7 @@ WindowSummary combine_windows(const std::vector<WindowSummary>& windows) {
     r.stages.push_back(c);
   }
   r.images_per_s = r.step.total > 0 ? static_cast<double>(r.images) / r.step.total : 0;
+  if (r.compute_expected_s > 0) r.set_compute_expected(r.compute_expected_s);
   if (r.images == 0 && !windows.empty()) {  // log lines carry throughput, not image counts
     double ips = 0;
     for (const auto& w : windows) ips += w.images_per_s;
@@ -352,6 +357,7 @@ std::optional<WindowSummary> read_summary_run(const std::string& path) {
   w.sm_occupancy = number(jr, "sm_occupancy", -1), w.tensor_active = number(jr, "tensor_active", -1);
   w.dram_bw = number(jr, "dram_bw", -1), w.tflops = number(jr, "tflops", -1), w.mfu = number(jr, "mfu", -1);
   w.loader_cpu_s = number(jr, "loader_cpu_s", -1), w.loader_cpu_wait_s = number(jr, "loader_cpu_wait_s", -1);
+  w.compute_expected_s = number(jr, "compute_expected_s", -1), w.compute_speed = number(jr, "compute_speed", -1);
   if (jr.contains("contention") && jr["contention"].is_object()) {
     const auto& jc = jr["contention"];
     ContentionRates& c = w.contention;

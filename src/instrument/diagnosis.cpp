@@ -220,15 +220,20 @@ Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const Diagn
     d.reason = fmt::format("h2d+optimizer+ema {:.0f}% of step{}", 100.0 * d.optimizer_share, gpu);
     d.advice = optimizer_advice(d, w, ctx);
   } else if (d.compute_share >= t.compute_share &&
-             (w.contention.runq_wait >= t.runq_wait || w.contention.quota_throttled >= t.quota_throttled)) {
-    // Compute dominates, but its threads waited for cores: faster hardware would not be the remedy.
+             (w.contention.runq_wait >= t.runq_wait || w.contention.quota_throttled >= t.quota_throttled ||
+              (w.compute_speed >= 0 && w.compute_speed < t.compute_speed_low))) {
+    // Compute dominates, but it ran below its calibrated speed or its threads waited for cores: faster hardware
+    // would not be the remedy.
     d.bottleneck = Bottleneck::compute_slowed;
-    d.reason = fmt::format("forward+loss+backward {:.0f}% of step{}{}", 100.0 * d.compute_share, gpu,
-                           contention_evidence(w, ctx));
+    d.reason = fmt::format("forward+loss+backward {:.0f}% of step{}{}{}", 100.0 * d.compute_share,
+                           w.compute_speed >= 0 ? fmt::format(" at {:.2f}x its calibrated speed", w.compute_speed) : "",
+                           gpu, contention_evidence(w, ctx));
     d.advice = slowed_cause(w, ctx, t);
   } else if (d.compute_share >= t.compute_share) {
     d.bottleneck = Bottleneck::compute;
-    d.reason = fmt::format("forward+loss+backward {:.0f}% of step{}", 100.0 * d.compute_share, gpu);
+    d.reason = fmt::format("forward+loss+backward {:.0f}% of step{}{}", 100.0 * d.compute_share,
+                           w.compute_speed >= 0 ? fmt::format(" at {:.2f}x its calibrated speed", w.compute_speed) : "",
+                           gpu);
     d.advice = compute_advice(d, ctx, t);
     if (d.gpu_util >= t.gpu_busy && w.sm_active >= 0 && w.sm_active < t.sm_active_low) {
       // nvidia-smi's util counts time with any kernel resident; GPM's SM activity says how many SMs worked.

@@ -38,16 +38,6 @@ constexpr const char* kBuildFlavor =
     "";
 #endif
 
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  for (std::string l; std::getline(f, l);) {
-    if (l.rfind("model name", 0) == 0) {
-      const auto c = l.find(':');
-      if (c != std::string::npos) return l.substr(c + 2);
-    }
-  }
-  return "unknown cpu";
-}
 
 // Best FLOP/s of `fn` (which does `flops` FLOPs) over ~budget_s of repetitions, after one warm-up call.
 template <typename F>
@@ -66,6 +56,17 @@ double best_rate(F fn, double flops, double budget_s) {
 }
 
 }  // namespace
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string l; std::getline(f, l);) {
+    if (l.rfind("model name", 0) == 0) {
+      const auto c = l.find(':');
+      if (c != std::string::npos) return l.substr(c + 2);
+    }
+  }
+  return "unknown cpu";
+}
 
 std::optional<double> gpu_peak_flops(const std::string& gpu_name, const std::string& dtype) {
   for (const auto& p : kGpuPeaks) {

@@ -154,6 +154,7 @@ WindowSummary Profiler::Impl::summarize(const std::string& kind, const Accum& a,
     w.dram_bw = g.dram_bw;
     w.contention = g.contention;
   }
+  w.set_compute_expected(o.compute_expected_s);
   if (const auto u = instrument::mfu(o.train_flops_per_image, w.images_per_s, o.peak_flops); u && !peak_rejected) {
     if (*u > 1.0 && !cuda_timing) {
       // A measured CPU peak below what training achieves was measured on a busy machine: say so once, drop it from

@@ -28,7 +28,8 @@ void Profiler::Impl::flush_csv() {
     if (fresh) {
       csv << "kind,epoch,first_step,last_step,steps,images,stage,count,mean_s,p50_s,p95_s,max_s,share,"
              "images_per_s,gpu_util,cpu_percent,rss_mb,gpu_mem_mb,diagnosis,rank,tflops,mfu,loader_cpu_s,loader_cpu_wait_s,"
-             "runq_wait,others_cpu,steal,cpu_pressure,memory_pressure,io_pressure,major_faults_per_s,load1,quota_throttled\n";
+             "runq_wait,others_cpu,steal,cpu_pressure,memory_pressure,io_pressure,major_faults_per_s,load1,quota_throttled,"
+             "compute_expected_s,compute_speed\n";
     }
   }
   csv << csv_buffer;
@@ -43,11 +44,11 @@ void Profiler::Impl::write_csv(const WindowSummary& w, const Diagnosis& d, bool 
   auto row = [&](const StageSummary& s, const std::string& diag) {
     csv_buffer += fmt::format(
         "{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},{:.3f},{:.1f},{:.1f},{:.1f},{:.1f},\"{}\",{},{:.4g},"
-        "{:.4g},{:.4f},{:.4f},{:.4f},{:.3f},{:.3f},{:.4f},{:.4f},{:.4f},{:.1f},{:.2f},{:.3f}\n",
+        "{:.4g},{:.4f},{:.4f},{:.4f},{:.3f},{:.3f},{:.4f},{:.4f},{:.4f},{:.1f},{:.2f},{:.3f},{:.4f},{:.3f}\n",
         w.kind, w.epoch, w.first_step, w.last_step, w.steps, w.images, s.name, s.count, s.mean, s.p50, s.p95, s.max,
         s.share, w.images_per_s, w.gpu_util, w.cpu_percent, w.rss_mb, w.gpu_mem_mb, diag, o.rank, w.tflops, w.mfu,
         w.loader_cpu_s, w.loader_cpu_wait_s, c.runq_wait, c.others_cpu, c.steal, c.cpu_pressure, c.memory_pressure,
-        c.io_pressure, c.major_faults_per_s, c.load1, c.quota_throttled);
+        c.io_pressure, c.major_faults_per_s, c.load1, c.quota_throttled, w.compute_expected_s, w.compute_speed);
   };
   for (const auto& s : w.stages) {
     if (s.count > 0) row(s, s.per_epoch ? "per_epoch" : "");
@@ -90,6 +91,8 @@ nlohmann::json Profiler::Impl::to_json(const WindowSummary& w, const Diagnosis* 
                       {"mfu", na(w.mfu)},
                       {"loader_cpu_s", na(w.loader_cpu_s)},
                       {"loader_cpu_wait_s", na(w.loader_cpu_wait_s)},
+                      {"compute_expected_s", na(w.compute_expected_s)},
+                      {"compute_speed", na(w.compute_speed)},
                       {"contention", {{"runq_wait", na(w.contention.runq_wait)},
                                       {"others_cpu", na(w.contention.others_cpu)},
                                       {"steal", na(w.contention.steal)},
@@ -233,7 +236,7 @@ void Profiler::record_ranks(const RankReport& r) {
     for (size_t k = 0; k < kRankFields.size(); ++k) {
       const double v = r.rows[i][k];
       const bool last = k + 1 == kRankFields.size();
-      m.csv_buffer += fmt::format("rank,{},{},{},{},,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,,,,,,,,,,\n", r.epoch,
+      m.csv_buffer += fmt::format("rank,{},{},{},{},,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,,,,,,,,,,,,\n", r.epoch,
                                   r.first_step, r.last_step, steps, kRankFields[k], steps, v, v, v, v,
                                   step > 0 ? v / step : 0.0, last ? verdict : "", i);
     }
@@ -248,7 +251,7 @@ void Profiler::record_loader(int64_t epoch, const std::vector<LoaderPartRow>& pa
   for (const auto& p : parts) {
     if (p.count == 0) continue;
     const double mean = p.total_s / static_cast<double>(p.count);
-    impl_->csv_buffer += fmt::format("loader,{},-1,-1,-1,,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,,,,,,,,,,\n",
+    impl_->csv_buffer += fmt::format("loader,{},-1,-1,-1,,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,,,,,,,,,,,,\n",
                                      epoch, p.name, p.count, mean, p.p50_s, p.p95_s, p.p95_s, p.share,
                                      p.name == "other" ? n : "", impl_->o.rank);
   }

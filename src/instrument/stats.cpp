@@ -53,6 +53,16 @@ std::string secs(double v) {
 }
 }  // namespace
 
+void WindowSummary::set_compute_expected(double expected_s) {
+  if (expected_s <= 0) return;
+  compute_expected_s = expected_s;
+  double total = 0;
+  int64_t count = 0;
+  for (const char* n : {"forward", "loss", "backward"})
+    if (const StageSummary* s = find(n)) total += s->total, count = std::max(count, s->count);
+  if (total > 0 && count > 0) compute_speed = expected_s / (total / static_cast<double>(count));
+}
+
 std::string format_window_line(const WindowSummary& w) {
   std::string line;
   const double steps = std::max<double>(1.0, static_cast<double>(w.steps));
@@ -65,6 +75,7 @@ std::string format_window_line(const WindowSummary& w) {
   if (w.cpu_percent >= 0) line += fmt::format(", CPU {:.0f}%", w.cpu_percent);
   if (w.mfu >= 0) line += fmt::format(", MFU {:.1f}% ({:.3g} TFLOP/s)", 100.0 * w.mfu, w.tflops);
   if (w.sm_active >= 0) line += fmt::format(", SM active {:.0f}%", w.sm_active);
+  if (w.compute_speed >= 0) line += fmt::format(", compute {:.2f}x calibrated", w.compute_speed);
   return line;
 }
 
@@ -120,6 +131,8 @@ std::string format_table(const WindowSummary& w, int64_t epochs) {
   if (w.gpu_mem_mb >= 0) t += fmt::format(", GPU mem {:.0f} MiB", w.gpu_mem_mb);
   if (w.peak_alloc_mb >= 0) t += fmt::format(", peak alloc {:.0f} MiB", w.peak_alloc_mb);
   if (w.mfu >= 0) t += fmt::format(", MFU {:.1f}% ({:.3g} TFLOP/s)", 100.0 * w.mfu, w.tflops);
+  if (w.compute_speed >= 0)
+    t += fmt::format(", compute {:.2f}x calibrated ({:.3f} s expected)", w.compute_speed, w.compute_expected_s);
   if (w.sm_active >= 0)
     t += fmt::format(", SM active {:.0f}%, SM occupancy {:.0f}%, tensor active {:.0f}%, DRAM bw {:.0f}%", w.sm_active,
                      w.sm_occupancy, w.tensor_active, w.dram_bw);

@@ -23,12 +23,12 @@ using yolo11::test::wait_exit;
 
 namespace {
 
-std::string train_binary() { return yolo11::test::exe("yolo11-train"); }
+std::string signals_train_binary() { return yolo11::test::exe("yolo11-train"); }
 
 /// Starts a long coco8 run and waits until it has finished `rows` epochs.
 pid_t start_and_wait_for_epochs(const std::vector<std::string>& args, const std::string& log, const fs::path& csv,
                                 size_t rows) {
-  const pid_t pid = yolo11::test::spawn(train_binary(), args, log);
+  const pid_t pid = yolo11::test::spawn(signals_train_binary(), args, log);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
   while (count_rows(csv) < rows && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -75,7 +75,7 @@ void expect_graceful_stop(const std::string& tag, int sig, const std::string& in
 }  // namespace
 
 TEST(Signals, SigintStopsAfterTheStepWritesWhatTheRunHasAndExits130) {
-  ASSERT_TRUE(fs::exists(train_binary())) << train_binary() << " not built";
+  ASSERT_TRUE(fs::exists(signals_train_binary())) << signals_train_binary() << " not built";
   fs::path run;
   expect_graceful_stop("sig_int", SIGINT, "off", &run);
   if (HasFatalFailure()) return;
@@ -83,20 +83,20 @@ TEST(Signals, SigintStopsAfterTheStepWritesWhatTheRunHasAndExits130) {
   const auto ck = yolo11::engine::load_checkpoint((run / "weights").string());
   ASSERT_TRUE(ck.has_value());
   const std::string log = (run.parent_path() / "resume.txt").string();
-  EXPECT_EQ(yolo11::test::run(train_binary(), {"resume=" + run.string(), "epochs=" + std::to_string(ck->epoch + 2)}, log),
+  EXPECT_EQ(yolo11::test::run(signals_train_binary(), {"resume=" + run.string(), "epochs=" + std::to_string(ck->epoch + 2)}, log),
             0)
       << read_text(log);
   EXPECT_EQ(count_rows(run / "results.csv"), static_cast<size_t>(ck->epoch + 2));
 }
 
 TEST(Signals, SigtermStopsTheSameWayAndExits143) {
-  ASSERT_TRUE(fs::exists(train_binary())) << train_binary() << " not built";
+  ASSERT_TRUE(fs::exists(signals_train_binary())) << signals_train_binary() << " not built";
   fs::path run;
   expect_graceful_stop("sig_term", SIGTERM, "basic", &run);
 }
 
 TEST(Signals, ASecondSignalExitsAtOnce) {
-  ASSERT_TRUE(fs::exists(train_binary())) << train_binary() << " not built";
+  ASSERT_TRUE(fs::exists(signals_train_binary())) << signals_train_binary() << " not built";
   const std::string project = yolo11::test::scratch_dir("sig_twice");
   const std::string log = project + "/log.txt";
   const fs::path run = fs::path(project) / "run";

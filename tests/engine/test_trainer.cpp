@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "../instrument/nvtx_recording.h"
 #include "golden.h"
@@ -20,6 +21,7 @@
 #include "yolo11/engine/optimizer.h"
 #include "yolo11/engine/results.h"
 #include "yolo11/engine/trainer.h"
+#include "yolo11/io/file.h"
 #include "yolo11/io/safetensors.h"
 #include "yolo11/loss/detection_loss.h"
 #include "yolo11/model/yolo.h"
@@ -111,7 +113,7 @@ TEST(Trainer, OneEpochOnCoco8WritesEveryOutput) {
   auto cfg = config::TrainConfig::load(
       "", {"model=" + source_path("configs/models/yolo11.yaml"), "data=" + source_path("configs/datasets/coco8.yaml"),
            "datasets_dir=" + datasets, "epochs=1", "imgsz=64", "batch=4", "workers=1", "project=" + project,
-           "name=run", "log_every=1", "instrument=full", "trace_steps=0:2"});
+           "name=run", "log_every=1", "instrument=full", "trace_steps=0:2", "instrument_warmup=0", "calibrate=true"});
   engine::Trainer trainer(cfg);
   const auto summary = trainer.train();
   EXPECT_EQ(summary.epochs_done, 1);
@@ -151,6 +153,13 @@ TEST(Trainer, OneEpochOnCoco8WritesEveryOutput) {
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("mAP50-95"), std::string::npos);
   EXPECT_NE(text.find("forward:"), std::string::npos);
+  // The compute calibration ran before the loader and every window compares against it (engine/calibration.h).
+  EXPECT_NE(text.find("compute calibration: forward+loss+backward"), std::string::npos) << text;
+  EXPECT_NE(text.find("x calibrated ("), std::string::npos) << text;
+  const auto sj = nlohmann::json::parse(io::read_file((run / "summary.json").string()));
+  ASSERT_TRUE(sj.contains("run"));
+  EXPECT_GT(sj["run"].value("compute_expected_s", -1.0), 0.0) << sj["run"].dump();
+  EXPECT_GT(sj["run"].value("compute_speed", -1.0), 0.0) << sj["run"].dump();
 }
 
 // amp=true on CPU: bfloat16 autocast where the CPU has bf16 instructions (this dev machine: avx512_bf16), float32

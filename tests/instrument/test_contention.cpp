@@ -210,6 +210,35 @@ TEST(SlowedCompute, ADataBoundRunSaysWhenTheLoaderIsShortOfCpuOrDisk) {
   EXPECT_NE(d.reason.find("I/O pressure 30%"), std::string::npos) << d.reason;
 }
 
+TEST(CalibratedCompute, SpeedIsTheCalibratedOverTheMeasuredComputePerStep) {
+  auto w = compute_window(0.0, 0.0);  // forward + loss + backward 0.93 × 5 s over 10 steps = 0.465 s a step
+  w.set_compute_expected(0.2325);
+  EXPECT_DOUBLE_EQ(w.compute_expected_s, 0.2325);
+  EXPECT_NEAR(w.compute_speed, 0.5, 1e-9);
+  EXPECT_NE(instrument::format_window_line(w).find("compute 0.50x calibrated"), std::string::npos)
+      << instrument::format_window_line(w);
+  EXPECT_NE(instrument::format_table(w, 1).find("compute 0.50x calibrated (0.233 s expected)"), std::string::npos);
+  WindowSummary none = compute_window(0.0, 0.0);
+  none.set_compute_expected(0);  // no calibration: nothing shown, nothing judged
+  EXPECT_LT(none.compute_speed, 0);
+  EXPECT_EQ(instrument::format_window_line(none).find("calibrated"), std::string::npos);
+}
+
+TEST(CalibratedCompute, FarBelowItsCalibrationIsSlowedEvenWithoutRunQueueWait) {
+  auto w = compute_window(0.05, 0.0);
+  w.set_compute_expected(0.2325);  // 0.50x
+  const auto d = instrument::diagnose(w, cpu_ctx(2, 2));
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute_slowed) << d.to_string();
+  EXPECT_NE(d.reason.find("at 0.50x its calibrated speed"), std::string::npos) << d.reason;
+  EXPECT_EQ(d.to_string().find("CUDA"), std::string::npos) << d.to_string();
+  // Near its calibration: compute-bound, and the figure is in the reason.
+  auto q = compute_window(0.05, 0.0);
+  q.set_compute_expected(0.44);  // 0.95x
+  const auto e = instrument::diagnose(q, cpu_ctx(2, 2));
+  EXPECT_EQ(e.bottleneck, Bottleneck::compute) << e.to_string();
+  EXPECT_NE(e.reason.find("at 0.95x its calibrated speed"), std::string::npos) << e.reason;
+}
+
 // --- causes made to happen for real -----------------------------------------------------------------------------
 
 /// Child processes that each spin one core until killed.

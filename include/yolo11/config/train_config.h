@@ -97,6 +97,9 @@ struct TrainConfig {
   StepRange profile_ops;             ///< operator profile window (ops.txt, ops.csv, ops_trace.json); empty = none
   bool profile_ops_shapes = false;   ///< operator table also grouped by input shape
   bool profile_ops_memory = false;   ///< operator profile records allocations (MiB per stage)
+  /// Time this setting's forward+loss+backward in isolation before training, once per setting and machine (cached):
+  /// the diagnosis's expected compute speed (engine/calibration.h). Skipped with instrument=off and under DDP.
+  bool calibrate = false;
   bool nvtx_ops = false;             ///< an NVTX range per operator, nested in the stage ranges (Nsight)
   bool sync = false;
   std::string datasets_dir = "datasets";

@@ -18,6 +18,7 @@
 #include "yolo11/dist/dist.h"
 #include "yolo11/dist/reducer.h"
 #include "yolo11/engine/amp.h"
+#include "yolo11/engine/calibration.h"
 #include "yolo11/engine/callbacks.h"
 #include "yolo11/engine/ema.h"
 #include "yolo11/engine/optimizer.h"
@@ -60,6 +61,7 @@ struct Run {
   bool main_rank = true;     ///< rank 0 writes the run dir, logs, checkpoints and validates
   bool resuming = false;
   std::string run_dir;       ///< empty on ranks > 0
+  ComputeCalibration calibration;  ///< the setting's expected compute (engine/calibration.h); step_s 0 = none
   core::CpuBudget cpus;  ///< online / affinity / cgroup quota → usable cores (core/cpus.h)
   int cores = 1, threads = 1;
   core::DevicePlan plan;     ///< the device of this process and why (core/device.h); `device` and `cuda` mirror it

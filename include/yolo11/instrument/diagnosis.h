@@ -35,6 +35,8 @@ struct DiagnosisThresholds {
   double memory_pressure = 0.10;    ///< ... or /proc/pressure/memory "some" ≥ this share of the time
   /// ... or a cgroup CPU quota that ran out in ≥ this share of its periods (the kernel stopped the run's threads)
   double quota_throttled = 0.5;
+  /// ... or compute below this share of its calibrated speed (engine/calibration.h: calibrated / measured time)
+  double compute_speed_low = 0.7;
 };
 
 /// The settings the advice quotes back.

@@ -27,6 +27,9 @@ struct CpuPeak {
   std::string cache_path;  ///< the cache file ("" when it could not be written)
 };
 
+/// /proc/cpuinfo "model name" of the first CPU ("unknown cpu" when unreadable).
+std::string cpu_model();
+
 /// The CPU's peak FLOP/s in `dtype` ("float32" | "bfloat16") at `threads` intra-op threads (0 = current): from the
 /// cache when present (use_cache), else measured (~0.5 s: each kernel run repeatedly, best time kept) and cached.
 /// Throws std::runtime_error for an unknown dtype.

@@ -99,6 +99,9 @@ struct ProfilerOptions {
   int cpu_affinity = 0;      ///< cores the affinity mask allows; 0 → from core::usable_cores() when cores is 0
   double cpu_quota = -1;     ///< cgroup CPU quota in cores, −1 = none (core/cpus.h)
   std::string cpu_quota_file;  ///< the file that sets cpu_quota
+  /// forward + loss + backward per step of this setting's isolated calibration (engine/calibration.h), s; 0 = none.
+  /// Every window then carries compute_speed, and the diagnosis calls compute far below it "compute slowed".
+  double compute_expected_s = 0;
   int threads = 0;           ///< intra-op threads of the compute (at::get_num_threads()); 0 = unknown
   std::string device = "cpu";
   DiagnosisThresholds thresholds;

@@ -42,11 +42,17 @@ struct WindowSummary {
   /// Contention over the window (instrument/contention.h): the trainer threads' run-queue wait, cores other processes
   /// used, CPU / memory / I/O pressure, major faults, load; each −1 when n/a.
   ContentionRates contention;
+  /// forward + loss + backward per step that the setting's isolated calibration reached (engine/calibration.h), s,
+  /// and this window's speed against it: calibrated time / measured time (1 = as fast, 0.5 = twice as slow);
+  /// −1 = no calibration.
+  double compute_expected_s = -1, compute_speed = -1;
 
   /// The stage of that name, or nullptr.
   const StageSummary* find(const std::string& name) const;
   /// Share of step time of that stage (0 when absent).
   double share(const std::string& name) const;
+  /// Sets compute_expected_s and compute_speed from forward + loss + backward per step (no-op when expected ≤ 0).
+  void set_compute_expected(double expected_s);
 };
 
 /// Linear-interpolated percentile (q in [0,1]) of `v` (copied and sorted); 0 for an empty vector.
