@@ -2,6 +2,7 @@
 #include "yolo11/engine/calibration.h"
 
 #include <ATen/core/Generator.h>
+#include <torch/version.h>
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
@@ -66,7 +67,8 @@ ComputeCalibration calibrate_compute(const model::ModelOptions& mo, int64_t batc
   const int threads = at::get_num_threads();
   c.key = fmt::format("{} scale {} nc {} | batch {} | imgsz {} | {} | channels_last | {} threads | {} | torch {}",
                       fs::path(mo.yaml).filename().string(), mo.scale, mo.nc, batch, imgsz, amp.precision(),
-                      threads, device_name(device), TORCH_VERSION);
+                      threads, device_name(device),
+                      fmt::format("{}.{}.{}", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH));
   nlohmann::json cache = read_cache();
   if (use_cache && cache.contains(c.key) && cache[c.key].is_object()) {
     const double s = cache[c.key].value("step_s", 0.0), at = cache[c.key].value("measured_at", 0.0);
