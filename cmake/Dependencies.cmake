@@ -73,7 +73,11 @@ add_library(yolo11_deps INTERFACE)
 add_library(yolo11::deps ALIAS yolo11_deps)
 target_link_libraries(yolo11_deps INTERFACE ${TORCH_LIBRARIES} ${OpenCV_LIBS} yaml-cpp spdlog::spdlog
                       nlohmann_json::nlohmann_json Threads::Threads ${CMAKE_DL_LIBS})
-target_include_directories(yolo11_deps SYSTEM INTERFACE ${OpenCV_INCLUDE_DIRS})
+# Build-tree only: the installed package gets OpenCV's directories from its imported targets (find_dependency), and
+# CMake refuses an exported path inside the source tree (the device carry's .device/usr/include/opencv4).
+foreach(_dir IN LISTS OpenCV_INCLUDE_DIRS)
+  target_include_directories(yolo11_deps SYSTEM INTERFACE "$<BUILD_INTERFACE:${_dir}>")
+endforeach()
 # <fmt/...> is the fmt spdlog was built with in every unit, not the copy a pip LibTorch bundles (cmake/FmtPin.cmake).
 include(FmtPin)
 yolo11_pin_fmt(yolo11_deps)
