@@ -12,6 +12,7 @@
 
 #include "yolo11/compat.h"
 #include "yolo11/engine/amp.h"
+#include "yolo11/engine/multi_tensor_optim.h"
 #include "yolo11/loss/detection_loss.h"
 #include "yolo11/model/yolo.h"
 #include "model_bench_args.h"
@@ -26,7 +27,7 @@ using Args = bench::ModelBenchArgs;
 struct Runner {
   model::YOLO net;
   loss::DetectionLoss criterion;
-  std::unique_ptr<torch::optim::AdamW> opt;
+  std::unique_ptr<yolo11::engine::MultiTensorAdamW> opt;  // the trainer's AdamW
   engine::GradScaler scaler;
   bool autocast;
   c10::ScalarType dtype;
@@ -45,7 +46,7 @@ struct Runner {
     net->to(dev);
     model::to_channels_last(*net);
     net->train();
-    opt = std::make_unique<torch::optim::AdamW>(net->parameters(), torch::optim::AdamWOptions(1e-3));
+    opt = std::make_unique<yolo11::engine::MultiTensorAdamW>(net->parameters(), torch::optim::AdamWOptions(1e-3));
   }
 
   void step(const torch::Tensor& x, const torch::Tensor& bi, const torch::Tensor& cls, const torch::Tensor& box) {
@@ -58,7 +59,7 @@ struct Runner {
     scaler.scale(out.total).backward();
     const auto params = net->parameters();
     scaler.unscale_(params);
-    torch::nn::utils::clip_grad_norm_(params, 10.0);
+    yolo11::engine::clip_grad_norm(params, 10.0);  // as the trainer
     scaler.step(*opt);
     scaler.update();
     opt->zero_grad();

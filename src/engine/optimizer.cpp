@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "yolo11/engine/multi_tensor_optim.h"
 #include "yolo11/engine/schedule.h"
 
 namespace yolo11::engine {
@@ -134,11 +135,11 @@ OptimizerChoice build_optimizer(const ParamGroups& groups, const config::TrainCo
   make(groups.bias, 0.0);
 
   if (c.name == "SGD") {
-    c.opt = std::make_unique<torch::optim::SGD>(pg, torch::optim::SGDOptions(c.lr0).momentum(c.momentum).nesterov(true));
+    c.opt = std::make_unique<MultiTensorSGD>(pg, torch::optim::SGDOptions(c.lr0).momentum(c.momentum).nesterov(true));
   } else if (c.name == "Adam") {
     c.opt = std::make_unique<torch::optim::Adam>(pg, torch::optim::AdamOptions(c.lr0).betas({c.momentum, 0.999}));
   } else {
-    c.opt = std::make_unique<torch::optim::AdamW>(pg, torch::optim::AdamWOptions(c.lr0).betas({c.momentum, 0.999}).weight_decay(0.0));
+    c.opt = std::make_unique<MultiTensorAdamW>(pg, torch::optim::AdamWOptions(c.lr0).betas({c.momentum, 0.999}).weight_decay(0.0));
   }
   c.why = why.str();
   spdlog::info("optimizer: {}", c.why);

@@ -27,6 +27,7 @@
 #include "yolo11/data/transforms.h"
 #include "yolo11/engine/inference.h"
 #include "yolo11/engine/interrupt.h"
+#include "yolo11/engine/multi_tensor_optim.h"
 #include "yolo11/engine/recovery.h"
 #include "yolo11/engine/run.h"
 #include "yolo11/instrument/sampler.h"
@@ -475,7 +476,7 @@ bool Trainer::optimizer_step() {
   r.nan_streak = 0;
   const auto params = r.net->parameters();
   r.scaler.unscale_(params);  // clip the true gradients
-  torch::nn::utils::clip_grad_norm_(params, 10.0);
+  clip_grad_norm(params, 10.0);  // multi-tensor, and no wait for the GPU (LibTorch's returns a double)
   const double scale_used = r.scaler.get_scale();
   stepped = r.scaler.step(*r.opt.opt);  // skipped when the unscaled gradients hold inf/NaN
   r.scaler.update();

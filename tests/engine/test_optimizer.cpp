@@ -3,8 +3,12 @@
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <torch/version.h>
+
+#include <sstream>
 
 #include "recipe_fixtures.h"
+#include "yolo11/engine/multi_tensor_optim.h"
 
 using namespace yolo11;
 
@@ -114,4 +118,149 @@ TEST(BuildOptimizer, ExplicitAdamUsesMomentumAsBeta1) {
   EXPECT_EQ(std::get<0>(o.betas()), 0.937);
   EXPECT_EQ(o.weight_decay(), 5e-4);
   EXPECT_EQ(choice.warmup_bias_lr, 0.1);
+}
+
+// ---- multi-tensor steps (engine/multi_tensor_optim.h): bitwise LibTorch's per-parameter steps on the CPU ----------
+namespace {
+
+// Parameters of several shapes (a channels_last conv weight among them), in three groups as the trainer's.
+struct ToyParams {
+  std::vector<torch::Tensor> all;
+  std::vector<torch::optim::OptimizerParamGroup> groups(bool sgd) const {
+    auto opts = [&](double decay) -> std::unique_ptr<torch::optim::OptimizerOptions> {
+      if (sgd) return std::make_unique<torch::optim::SGDOptions>(torch::optim::SGDOptions(0.01).momentum(0.9).nesterov(true).weight_decay(decay));
+      return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(0.002).betas({0.9, 0.999}).weight_decay(decay));
+    };
+    std::vector<torch::optim::OptimizerParamGroup> g;
+    g.emplace_back(std::vector<torch::Tensor>{all[0], all[1]}, opts(0.0005));
+    g.emplace_back(std::vector<torch::Tensor>{all[2]}, opts(0.0));
+    g.emplace_back(std::vector<torch::Tensor>{all[3], all[4]}, opts(0.0));
+    return g;
+  }
+};
+
+ToyParams toy_params(uint64_t seed) {
+  torch::manual_seed(seed);
+  ToyParams t;
+  t.all = {torch::randn({16, 8, 3, 3}).contiguous(at::MemoryFormat::ChannelsLast), torch::randn({32, 16}),
+           torch::rand({16}) + 0.5, torch::randn({16}), torch::randn({7})};
+  for (auto& p : t.all) p.requires_grad_(true);
+  return t;
+}
+
+// Sets the same gradients on both parameter lists (seeded per step); parameter 4 gets none on step 2.
+void set_grads(ToyParams& a, ToyParams& b, int step, double scale = 1.0) {
+  torch::manual_seed(1000 + step);
+  for (size_t i = 0; i < a.all.size(); ++i) {
+    if (i == 4 && step == 2) {
+      a.all[i].mutable_grad() = torch::Tensor();
+      b.all[i].mutable_grad() = torch::Tensor();
+      continue;
+    }
+    const auto g = torch::randn(a.all[i].sizes()) * scale;
+    a.all[i].mutable_grad() = g.clone().contiguous(a.all[i].suggest_memory_format());
+    b.all[i].mutable_grad() = g.clone().contiguous(b.all[i].suggest_memory_format());
+  }
+}
+
+void expect_bitwise(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << what << " " << i;
+}
+
+const torch::optim::AdamWParamState& adamw_state(torch::optim::Optimizer& o, const torch::Tensor& p) {
+#if TORCH_VERSION_MAJOR >= 2
+  const auto key = p.unsafeGetTensorImpl();
+#else
+  const auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+#endif
+  return static_cast<const torch::optim::AdamWParamState&>(*o.state().at(key));
+}
+
+}  // namespace
+
+TEST(MultiTensorOptim, AdamWStepsAreBitwiseLibTorchsAdamW) {
+  ToyParams ref = toy_params(3), ours = toy_params(3);
+  torch::optim::AdamW a(ref.groups(false));
+  engine::MultiTensorAdamW b(ours.groups(false));
+  for (int step = 0; step < 5; ++step) {
+    set_grads(ref, ours, step);
+    a.step();
+    b.step();
+    expect_bitwise(ref.all, ours.all, "step " + std::to_string(step) + " param");
+  }
+  // The same state, under the same keys: exp_avg, exp_avg_sq and per-parameter step counts (parameter 4: 4 steps).
+  for (size_t i = 0; i < ref.all.size(); ++i) {
+    const auto& sa = adamw_state(a, ref.all[i]);
+    const auto& sb = adamw_state(b, ours.all[i]);
+    EXPECT_EQ(sa.step(), sb.step()) << i;
+    EXPECT_EQ(sb.step(), i == 4 ? 4 : 5) << i;
+    EXPECT_TRUE(torch::equal(sa.exp_avg(), sb.exp_avg())) << i;
+    EXPECT_TRUE(torch::equal(sa.exp_avg_sq(), sb.exp_avg_sq())) << i;
+  }
+  // LibTorch's own save/load reads our state: a copy loaded from it continues bitwise.
+  std::ostringstream buf;
+  {
+    torch::serialize::OutputArchive ar;
+    b.save(ar);
+    ar.save_to(buf);
+  }
+  ToyParams copy = toy_params(3);
+  for (size_t i = 0; i < copy.all.size(); ++i) copy.all[i].detach().copy_(ours.all[i].detach());
+  torch::optim::AdamW c(copy.groups(false));
+  {
+    std::istringstream in(buf.str());
+    torch::serialize::InputArchive ar;
+    ar.load_from(in);
+    c.load(ar);
+  }
+  set_grads(ours, copy, 7);
+  b.step();
+  c.step();
+  expect_bitwise(ours.all, copy.all, "after load, param");
+}
+
+TEST(MultiTensorOptim, AmsgradIsAClearError) {
+  ToyParams t = toy_params(4);
+  engine::MultiTensorAdamW o(t.all, torch::optim::AdamWOptions(0.001).amsgrad(true));
+  for (auto& p : t.all) p.mutable_grad() = torch::ones_like(p);
+  EXPECT_THROW(o.step(), std::invalid_argument);
+}
+
+TEST(MultiTensorOptim, NesterovSgdStepsAreBitwiseLibTorchsSgd) {
+  ToyParams ref = toy_params(5), ours = toy_params(5);
+  torch::optim::SGD a(ref.groups(true), torch::optim::SGDOptions(0.01));
+  engine::MultiTensorSGD b(ours.groups(true), torch::optim::SGDOptions(0.01));
+  for (int step = 0; step < 5; ++step) {  // step 2 leaves parameter 4 out, so its buffer is created on step 0 only
+    set_grads(ref, ours, step);
+    a.step();
+    b.step();
+    expect_bitwise(ref.all, ours.all, "step " + std::to_string(step) + " param");
+  }
+}
+
+TEST(MultiTensorOptim, ClipGradNormIsLibTorchsWithoutReadingTheNormBack) {
+  for (const double scale : {100.0, 1e-3}) {  // clipped, and left alone (coefficient clamped to 1)
+    ToyParams ref = toy_params(6), ours = toy_params(6);
+    set_grads(ref, ours, 0, scale);
+    const double expected = torch::nn::utils::clip_grad_norm_(ref.all, 10.0);
+    const at::Tensor total = engine::clip_grad_norm(ours.all, 10.0);
+    ASSERT_TRUE(total.defined());
+    EXPECT_EQ(total.dim(), 0);
+    EXPECT_EQ(total.item<double>(), expected) << scale;
+    std::vector<torch::Tensor> ga, gb;
+    for (size_t i = 0; i < ref.all.size(); ++i) ga.push_back(ref.all[i].grad()), gb.push_back(ours.all[i].grad());
+    expect_bitwise(ga, gb, "scale " + std::to_string(scale) + " grad");
+    std::vector<torch::Tensor> norms;
+    for (const auto& g : gb) norms.push_back(g.norm());
+    const double after = torch::stack(norms).norm().item<double>();
+    if (scale > 1) {
+      EXPECT_GT(expected, 100.0);
+      EXPECT_NEAR(after, 10.0, 1e-4);  // scaled down to max_norm
+    } else {
+      EXPECT_NEAR(after, expected, 1e-9);  // left alone
+    }
+  }
+  ToyParams none = toy_params(7);
+  EXPECT_FALSE(engine::clip_grad_norm(none.all, 10.0).defined());
 }
