@@ -89,7 +89,7 @@ run_tsan() {
   elapsed "tsan build" "$t0"
   t0=$(date +%s); phase "tsan: loader / profiler / sampler tests"
   (cd "$dir" && ./tests/yolo11_test_data --gtest_filter='Loader*:OpenCvThreads*' &&
-   ./tests/yolo11_test_instrument --gtest_filter='Profiler*:Sampler*:Trace*')
+   ./tests/yolo11_test_instrument --gtest_filter='Profiler*:Sampler*:Trace*:WhatIf*')
   elapsed "tsan tests" "$t0"
   t0=$(date +%s); phase "tsan: coco8 training run, workers=4"
   train_run "$dir" tsan workers=4 plots=false instrument=full trace_steps=1:3

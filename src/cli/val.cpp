@@ -77,6 +77,7 @@ int val(int argc, char** argv) {
     vo.agnostic_nms = cfg.agnostic_nms || cfg.single_cls;
     vo.augment = cfg.augment;
     vo.half = cfg.half && device.is_cuda();
+    vo.warmup = true;  // CUDA only: Speed: without the process's start-up
     if (cfg.half && !vo.half)
       spdlog::info("half=true: float16 validation needs a CUDA device; validating in float32 on {} (as the reference)",
                    device.str());

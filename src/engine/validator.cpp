@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "yolo11/compat.h"
 #include "yolo11/data/plots.h"
 #include "yolo11/engine/inference.h"
 #include "yolo11/engine/val_outputs.h"
@@ -57,6 +58,10 @@ ValResult Validator::run(model::YOLO& model, const loss::DetectionLoss* criterio
     const auto bxywh = b->bboxes.to(device);
     r.ms_preprocess += ms_since(t0);
 
+    if (opt_.warmup && batches == 0 && device.is_cuda()) {
+      (void)model->forward_feats(imgs);
+      compat::synchronize(device.index());
+    }
     t0 = Clock::now();
     const auto feats = model->forward_feats(imgs);
     auto preds = opt_.augment ? predict_augment(model, imgs, &feats) : model->decode(feats);

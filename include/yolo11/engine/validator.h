@@ -32,6 +32,10 @@ struct ValidatorOptions {
   bool agnostic_nms = false;  ///< one NMS over all classes
   bool augment = false;       ///< test-time augmentation (engine::predict_augment)
   bool half = false;          ///< float16 input (the caller converts the model; CUDA only, as the reference)
+  /// On a CUDA device: one untimed forward of the first batch before the timed loop, so that "Speed:" leaves out the
+  /// process's CUDA start-up (context, cuDNN handles, lazy kernel loading: 65 ms/image over coco128's 8 batches on
+  /// an H200, docs/gpu.md), as the reference's standalone validator warms its model up. Ignored on the CPU.
+  bool warmup = false;
   bool save_json = false;     ///< save_dir/predictions.json: COCO results (original-image pixels)
   bool save_txt = false;      ///< save_dir/labels/<stem>.txt: class cx cy w h (normalized to the original image)
   bool save_conf = false;     ///< append the confidence to each save_txt line
