@@ -170,7 +170,7 @@ TEST(Trainer, AmpOnCpuTrainsCoco8InBfloat16WhenSupported) {
   auto cfg = config::TrainConfig::load(
       "", {"model=" + source_path("configs/models/yolo11.yaml"), "data=" + source_path("configs/datasets/coco8.yaml"),
            "datasets_dir=" + datasets, "epochs=2", "imgsz=64", "batch=4", "workers=1", "project=" + project,
-           "name=run", "plots=false", "amp=true"});
+           "name=run", "plots=false", "amp=true", "device=cpu"});
   engine::Trainer trainer(cfg);
   const auto summary = trainer.train();
   EXPECT_EQ(summary.epochs_done, 2);
