@@ -20,6 +20,13 @@ void* state_key(const at::Tensor& p) { return p.unsafeGetTensorImpl(); }
 std::string state_key(const at::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
 #endif
 
+// The closure's loss, with gradients on (as LibTorch's optimizers evaluate it); undefined without a closure.
+torch::Tensor evaluate(const torch::optim::Optimizer::LossClosure& closure) {
+  if (closure == nullptr) return {};
+  at::AutoGradMode enable_grad(true);
+  return closure();
+}
+
 void check_dense(const at::Tensor& grad, const char* who) {
   if (grad.is_sparse()) throw std::invalid_argument(std::string(who) + ": sparse gradients are not supported");
 }
@@ -27,12 +34,8 @@ void check_dense(const at::Tensor& grad, const char* who) {
 }  // namespace
 
 torch::Tensor MultiTensorAdamW::step(LossClosure closure) {
+  const torch::Tensor loss = evaluate(closure);
   torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure != nullptr) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
   for (auto& group : param_groups_) {
     auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
     if (o.amsgrad()) throw std::invalid_argument("MultiTensorAdamW: amsgrad=true is not supported");
@@ -44,13 +47,14 @@ torch::Tensor MultiTensorAdamW::step(LossClosure closure) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       check_dense(p.grad(), "MultiTensorAdamW");
-      auto it = state_.find(state_key(p));
+      const auto key = state_key(p);
+      auto it = state_.find(key);
       if (it == state_.end()) {
         auto s = std::make_unique<torch::optim::AdamWParamState>();
         s->step(0);
         s->exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
         s->exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
-        it = state_.emplace(state_key(p), std::move(s)).first;
+        it = state_.emplace(key, std::move(s)).first;
       }
       auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
       s.step(s.step() + 1);
@@ -79,12 +83,8 @@ torch::Tensor MultiTensorAdamW::step(LossClosure closure) {
 }
 
 torch::Tensor MultiTensorSGD::step(LossClosure closure) {
+  const torch::Tensor loss = evaluate(closure);
   torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure != nullptr) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
   for (auto& group : param_groups_) {
     auto& o = static_cast<torch::optim::SGDOptions&>(group.options());
     std::vector<at::Tensor> p, d;
@@ -101,12 +101,13 @@ torch::Tensor MultiTensorSGD::step(LossClosure closure) {
       std::vector<at::Tensor> d_old;
       std::vector<at::Tensor> all(p.size());
       for (size_t i = 0; i < p.size(); ++i) {
-        auto it = state_.find(state_key(p[i]));
+        const auto key = state_key(p[i]);
+        auto it = state_.find(key);
         if (it == state_.end()) {
           auto s = std::make_unique<torch::optim::SGDParamState>();
           s->momentum_buffer(torch::clone(d[i]).detach());
           all[i] = s->momentum_buffer();
-          state_.emplace(state_key(p[i]), std::move(s));
+          state_.emplace(key, std::move(s));
         } else {
           all[i] = static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer();
           bufs.push_back(all[i]);
