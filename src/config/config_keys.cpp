@@ -309,6 +309,7 @@ const std::vector<KeyDef>& key_table() {
                  [](const C& c) { return YAML::Node(c.imgsz); }});
     t.push_back(bool_key("save", &C::save));
     t.push_back(int_key("save_period", &C::save_period, -1e9, 1e9));
+    t.push_back(bool_key("save_pt", &C::save_pt));
     t.push_back({"cache",
                  [](C& c, const Raw& v, const std::string& where) {
                    need_scalar("cache", where, v, "false, true, ram or disk");

@@ -170,7 +170,7 @@ std::vector<KeyDoc> default_key_docs(const std::string& default_yaml) {
 
 const std::vector<std::string>& resume_overridable_keys() {
   static const std::vector<std::string> keys = {
-      "epochs", "time", "patience", "batch", "save", "save_period", "cache", "device", "workers", "verbose",
+      "epochs", "time", "patience", "batch", "save", "save_period", "save_pt", "cache", "device", "workers", "verbose",
       "close_mosaic", "resume", "val", "plots", "threads", "instrument", "log_every", "trace_steps",
       "profile_steps", "profile_ops", "profile_ops_shapes", "profile_ops_memory", "nvtx_ops", "calibrate", "sync",
       "datasets_dir",

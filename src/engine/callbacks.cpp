@@ -19,6 +19,7 @@
 #include "yolo11/engine/run.h"
 #include "yolo11/io/console.h"
 #include "yolo11/io/run_dir.h"
+#include "yolo11/model/pt_save.h"
 #include "yolo11/model/weights.h"
 
 namespace yolo11::engine {
@@ -141,9 +142,25 @@ void save_model(TrainContext& c) {
                    {"model_scale", r.mo.scale},
                    {"sppf_act", r.mo.sppf_act ? "true" : "false"}};
   if (r.sched->last_step() < (c.epoch + 1) * r.nb - 1) ck.grads = accumulated_gradients(*r.net);  // mid-accumulation
-  if (!save_checkpoint(c.run_dir + "/weights", ck, c.is_best, save_period_due(c.epoch, r.cfg.save_period)))
+  if (!save_checkpoint(c.run_dir + "/weights", ck, c.is_best, save_period_due(c.epoch, r.cfg.save_period))) {
     spdlog::warn("epoch {}/{}: weights hold NaN/Inf, checkpoint not written; {}/weights keeps the last good one",
                  c.epoch + 1, c.epochs, c.run_dir);
+    return;
+  }
+  if (!r.cfg.save_pt) return;
+  // The same EMA weights as Ultralytics checkpoints (float16), for the reference's tools. A failure here costs the
+  // .pt only: the run's own checkpoint above is complete.
+  model::PtSaveInfo info;
+  info.names = r.names;
+  info.args_yaml = ck.args_yaml;
+  info.epoch = c.epoch;
+  info.best_fitness = r.best_fitness;
+  try {
+    model::save_pt(*r.net, ck.ema, c.run_dir + "/weights/last.pt", info);
+    if (c.is_best) model::save_pt(*r.net, ck.ema, c.run_dir + "/weights/best.pt", info);
+  } catch (const std::exception& e) {
+    spdlog::warn("epoch {}/{}: save_pt=true: the .pt was not written: {}", c.epoch + 1, c.epochs, e.what());
+  }
 }
 
 }  // namespace

@@ -182,8 +182,10 @@ bool is_pt_path(const std::string& path) {
   return ends(".pt") || ends(".pth");
 }
 
-PtCheckpoint read_pt_checkpoint(const std::string& path) {
-  const PtZip zip(path);
+namespace {
+
+/// The checkpoint's pickle, its storages read from `zip` (copied: the result does not refer to the zip).
+pickle::Ref unpickle_pt(const PtZip& zip, const std::string& path) {
   std::string prefix;
   for (const auto& n : zip.names())
     if (n.size() >= 8 && n.compare(n.size() - 8, 8, "data.pkl") == 0 && n.find('/') == n.size() - 9) {
@@ -223,8 +225,19 @@ PtCheckpoint read_pt_checkpoint(const std::string& path) {
     storages[key] = v;
     return v;
   };
-  const pickle::Ref root = pickle::unpickle(zip.entry(prefix + "data.pkl"), path + ":" + prefix + "data.pkl", load);
+  return pickle::unpickle(zip.entry(prefix + "data.pkl"), path + ":" + prefix + "data.pkl", load);
+}
 
+}  // namespace
+
+pickle::Ref read_pt_pickle(const std::string& path) {
+  const PtZip zip(path);
+  return unpickle_pt(zip, path);
+}
+
+PtCheckpoint read_pt_checkpoint(const std::string& path) {
+  const PtZip zip(path);
+  const pickle::Ref root = unpickle_pt(zip, path);
   PtCheckpoint ck;
   if (!root->is(PKind::Dict)) zip.fail("the pickle is not a checkpoint dict (no 'model')");
   const PValue* model = root->get("ema");

@@ -83,6 +83,29 @@ std::string readers_python(const std::string& module, std::string& why) {
   return py;
 }
 
+std::string reference_python(std::string& why) {
+  std::string py;
+  if (const char* e = std::getenv("YOLO11_REFERENCE_PYTHON"); e && *e) {
+    py = e;
+  } else {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    const std::string cache = xdg && *xdg ? std::string(xdg) : std::string(home ? home : "") + "/.cache";
+    py = cache + "/yolo11-cpp/reference-venv/bin/python";
+  }
+  if (::access(py.c_str(), X_OK) != 0) {
+    why = "no reference python at " + py +
+          " (tools/reference/val_crosscheck.sh installs ultralytics==8.4.50 there, or set YOLO11_REFERENCE_PYTHON)";
+    return "";
+  }
+  const std::string log = scratch_dir("reference_python") + "/import.log";
+  if (run(py, {"-c", "import ultralytics, safetensors"}, log) != 0) {
+    why = py + " cannot import ultralytics and safetensors: " + read_text(log);
+    return "";
+  }
+  return py;
+}
+
 std::vector<std::string> coco8_train_args(const std::string& project, const std::string& name, int epochs, int batch) {
   const std::string src = YOLO11_TEST_SOURCE_DIR;
   const std::string datasets = std::filesystem::path(dataset_dir("coco8")).parent_path().string();

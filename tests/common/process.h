@@ -29,6 +29,11 @@ std::vector<std::string> coco8_train_args(const std::string& project, const std:
 /// `module`; else "" with `why` saying what is missing and how to install it (the test then skips with it).
 std::string readers_python(const std::string& module, std::string& why);
 
+/// The python of the reference (Ultralytics 8.4.50, test-only, as tools/reference/val_crosscheck.sh installs it):
+/// YOLO11_REFERENCE_PYTHON, else ${XDG_CACHE_HOME:-~/.cache}/yolo11-cpp/reference-venv/bin/python, when it imports
+/// ultralytics and safetensors; else "" with `why` saying what is missing (the test then skips with it).
+std::string reference_python(std::string& why);
+
 /// Start stress (issue 10): runs yolo11-train `starts` times back to back, each a 1-epoch coco8 run at imgsz 64 with
 /// batch 1 (4 steps) into <project>/s<i>, `workers` cycling through the given values and intra-op threads through
 /// 1, 2. Returns one line per start that ended by a signal or a non-zero exit (with its log's tail); empty = all

@@ -35,6 +35,7 @@ struct TrainConfig {
   int64_t imgsz = 640;               ///< pixels, multiple of 32
   bool save = true;
   int64_t save_period = -1;
+  bool save_pt = false;              ///< also write weights/last.pt and best.pt, Ultralytics checkpoints (model/pt_save.h)
   std::string cache = "false";       ///< "false" | "ram" | "disk" (true is stored as "ram")
   std::string device;                ///< "" | "cpu" | "0" | "cuda:0" | "0,1"
   int64_t workers = 8;

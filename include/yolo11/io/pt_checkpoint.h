@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "yolo11/io/pickle.h"
+
 namespace yolo11::io {
 
 /// What a YOLO detection checkpoint holds, as the reference's loader sees it (the `ema` model when not None,
@@ -40,5 +42,25 @@ bool is_pt_path(const std::string& path);
 /// name is in the message), a storage shorter than a tensor on it, nesting or size bounds exceeded, no `model`/`ema`
 /// object, or a model that is not a YOLO detection model (ultralytics.nn.tasks.DetectionModel with a Detect head).
 PtCheckpoint read_pt_checkpoint(const std::string& path);
+
+/// The whole unpickled data.pkl of a torch.save file (tensors rebuilt on their storages as stored, e.g. float16;
+/// classes as records), for tools and tests that look past the state_dict. Throws as read_pt_checkpoint for the
+/// container and the pickle.
+pickle::Ref read_pt_pickle(const std::string& path);
+
+/// One tensor storage of a .pt: its key (the pickle's persistent id, stored as <archive>/data/<key>) and raw bytes in
+/// little-endian element order.
+struct PtStorage {
+  std::string key;
+  std::string bytes;
+};
+
+/// Writes a torch.save zip container atomically (io::write_file_atomic): <archive>/data.pkl (the pickle),
+/// <archive>/byteorder ("little"), <archive>/data/<key> for each storage and <archive>/version ("3"), stored
+/// uncompressed with each entry's data aligned to 64 bytes, as torch.save does. Throws std::invalid_argument for an
+/// archive name that is empty or holds '/', or an archive over 4 GiB (no zip64 here); std::runtime_error naming
+/// `path` on I/O failure.
+void write_pt_archive(const std::string& path, const std::string& archive, const std::string& data_pkl,
+                      const std::vector<PtStorage>& storages);
 
 }  // namespace yolo11::io

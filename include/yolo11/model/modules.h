@@ -82,6 +82,7 @@ class BottleneckImpl : public torch::nn::Module {
   explicit BottleneckImpl(const BottleneckOptions& o);
   torch::Tensor forward(const torch::Tensor& x);
   Conv cv1{nullptr}, cv2{nullptr};
+  bool add() const { return add_; }  ///< residual connection (shortcut and c1 == c2)
 
  private:
   bool add_;
@@ -166,6 +167,7 @@ class AttentionImpl : public torch::nn::Module {
   int64_t num_heads() const { return num_heads_; }
   int64_t key_dim() const { return key_dim_; }
   int64_t head_dim() const { return head_dim_; }
+  double scale() const { return scale_; }  ///< key_dim^-0.5
 
  private:
   int64_t num_heads_, head_dim_, key_dim_;
@@ -187,6 +189,7 @@ class PSABlockImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
   Attention attn{nullptr};
   torch::nn::Sequential ffn{nullptr};
+  bool add() const { return add_; }
 
  private:
   bool add_;
@@ -218,6 +221,7 @@ class ConcatImpl : public torch::nn::Module {
  public:
   explicit ConcatImpl(int64_t dim = 1) : dim_(dim) {}
   torch::Tensor forward(const std::vector<torch::Tensor>& xs) const;
+  int64_t dim() const { return dim_; }
 
  private:
   int64_t dim_;
@@ -244,6 +248,7 @@ class DFLImpl : public torch::nn::Module {
   explicit DFLImpl(int64_t c1 = 16);
   torch::Tensor forward(const torch::Tensor& x) const;
   torch::nn::Conv2d conv{nullptr};
+  int64_t c1() const { return c1_; }  ///< bins per box side (reg_max)
 
  private:
   int64_t c1_;
