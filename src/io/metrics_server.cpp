@@ -46,7 +46,7 @@ bool metrics_server_available() { return YOLO11_HAS_METRICS_SERVER != 0; }
 void MetricsRegistry::declare(const std::string& name, Type type, const std::string& help) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, added] = families_.try_emplace(name);
-  if (added) it->second.type = type, it->second.help = help;
+  if (added) it->second.type = type, it->second.help = help, stale_ = true;
 }
 
 void MetricsRegistry::set(const std::string& name, const std::string& labels, double value) {
@@ -54,6 +54,7 @@ void MetricsRegistry::set(const std::string& name, const std::string& labels, do
   auto it = families_.find(name);
   if (it == families_.end()) throw std::logic_error("metrics: undeclared family " + name);
   it->second.samples[labels] = value;
+  stale_ = true;
 }
 
 void MetricsRegistry::add(const std::string& name, const std::string& labels, double delta) {
@@ -61,10 +62,12 @@ void MetricsRegistry::add(const std::string& name, const std::string& labels, do
   auto it = families_.find(name);
   if (it == families_.end()) throw std::logic_error("metrics: undeclared family " + name);
   it->second.samples[labels] += delta;
+  stale_ = true;
 }
 
 std::string MetricsRegistry::render() const {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!stale_) return text_;
   std::string out;
   for (const auto& [name, f] : families_) {
     if (f.samples.empty()) continue;
@@ -73,6 +76,8 @@ std::string MetricsRegistry::render() const {
     for (const auto& [labels, v] : f.samples)
       out += name + (labels.empty() ? "" : "{" + labels + "}") + " " + number(v) + "\n";
   }
+  text_ = out;
+  stale_ = false;
   return out;
 }
 
@@ -94,6 +99,9 @@ struct Conn {
   Clock::time_point waiting_since;
   int served = 0;  // requests answered on this connection
   size_t scanned = 0;  // offset in `in` up to which no blank line was found
+  std::string out;     // the response being sent; [out_pos, size) not yet taken by the socket
+  size_t out_pos = 0;
+  bool close_after = false;  // close once `out` is sent (else wait for the next request)
 
   /// Bytes of the request head (through its blank line) waiting in `in`; 0 while it is incomplete.
   size_t head_bytes() {
@@ -139,19 +147,21 @@ std::string address_of(int fd, bool peer, int& port) {
   return host;
 }
 
-/// httplib's view of a connection in a worker: first the bytes the poll thread already read, then the socket, all
-/// within the connection's deadline (httplib's own SocketStream only bounds each recv, not the whole request).
-/// Writes are gathered and sent by flush() (httplib writes the head and the body separately: two small segments would
-/// meet the client's delayed ACK).
+/// httplib's view of a connection: first the bytes the poll thread already read, then (`may_wait`, in a worker) the
+/// socket, all within the connection's deadline (httplib's own SocketStream only bounds each recv, not the whole
+/// request). Writes are gathered into the connection's `out` and sent by flush() (httplib writes the head and the
+/// body separately: two small segments would meet the client's delayed ACK).
 class ConnStream final : public httplib::Stream {
  public:
-  explicit ConnStream(Conn& c) : c_(c) {}
-  bool is_readable() const override { return c_.pending() > 0 || wait_fd(c_.fd, POLLIN, c_.deadline); }
+  ConnStream(Conn& c, bool may_wait) : c_(c), may_wait_(may_wait) {}
+  bool is_readable() const override {
+    return c_.pending() > 0 || (may_wait_ && wait_fd(c_.fd, POLLIN, c_.deadline));
+  }
   bool is_writable() const override { return true; }
   ssize_t read(char* ptr, size_t size) override {
     if (c_.pending() == 0) {
       c_.consume_all();
-      if (!wait_fd(c_.fd, POLLIN, c_.deadline)) return -1;
+      if (!may_wait_ || !wait_fd(c_.fd, POLLIN, c_.deadline)) return -1;
       char buf[4096];
       ssize_t n;
       while ((n = ::recv(c_.fd, buf, sizeof buf, MSG_DONTWAIT)) < 0 && (errno == EAGAIN || errno == EINTR))
@@ -165,25 +175,28 @@ class ConnStream final : public httplib::Stream {
     return static_cast<ssize_t>(n);
   }
   ssize_t write(const char* ptr, size_t size) override {
-    out_.append(ptr, size);
-    if (out_.size() >= 65536 && !flush()) return -1;
+    c_.out.append(ptr, size);
+    if (may_wait_ && c_.out.size() - c_.out_pos >= 65536 && flush(c_, true) != Flushed::all) return -1;
     return static_cast<ssize_t>(size);
   }
-  /// Sends what was written, by the deadline; false when the client did not take it.
-  bool flush() {
-    size_t off = 0;
-    while (off < out_.size()) {
-      const ssize_t n = ::send(c_.fd, out_.data() + off, out_.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+  enum class Flushed { all, some, failed };
+  /// Sends the connection's unsent output: by its deadline (`may_wait`), or what the socket takes now (else `some`
+  /// when bytes are left); `failed` when the client did not take it.
+  static Flushed flush(Conn& c, bool may_wait) {
+    while (c.out_pos < c.out.size()) {
+      const ssize_t n = ::send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
-        off += static_cast<size_t>(n);
+        c.out_pos += static_cast<size_t>(n);
       } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-        if (!wait_fd(c_.fd, POLLOUT, c_.deadline)) return false;
+        if (!may_wait) return Flushed::some;
+        if (!wait_fd(c.fd, POLLOUT, c.deadline)) return Flushed::failed;
       } else {
-        return false;
+        return Flushed::failed;
       }
     }
-    out_.clear();
-    return true;
+    c.out.clear();
+    c.out_pos = 0;
+    return Flushed::all;
   }
   void get_remote_ip_and_port(std::string& ip, int& port) const override { ip = address_of(c_.fd, true, port); }
   void get_local_ip_and_port(std::string& ip, int& port) const override { ip = address_of(c_.fd, false, port); }
@@ -191,7 +204,7 @@ class ConnStream final : public httplib::Stream {
 
  private:
   Conn& c_;
-  std::string out_;
+  bool may_wait_;
 };
 
 /// Runs each task on the thread that enqueues it: httplib's accept loop then only hands the socket to
@@ -305,18 +318,32 @@ class GuardedServer final : public httplib::Server {
         close_conn(*oldest);
         waiting.erase(oldest);
       }
-      // Complete heads go to the workers; expired connections are closed.
-      const auto now = Clock::now();
-      auto next = now + std::chrono::hours(1);
+      // Complete heads are answered here, each pipelined one in turn: a scrape takes microseconds, and handing it to
+      // a worker cost two thread switches more per request. What the socket does not take at once is finished by a
+      // worker (a client that does not read). Expired connections are closed.
+      auto next = Clock::now() + std::chrono::hours(1);
       for (auto& c : waiting) {
-        const size_t head = c->head_bytes();
-        if (head > limits_.max_head_bytes) {
+        for (size_t head = 0; c && (head = c->head_bytes()) > 0 && head <= limits_.max_head_bytes;) {
+          switch (answer(*c)) {
+            case Next::wait_request:
+              c->waiting_since = Clock::now();
+              c->deadline = c->waiting_since + limits_.request_timeout;
+              break;
+            case Next::close: close_conn(c); break;
+            case Next::finish_in_worker:
+              {
+                std::lock_guard<std::mutex> lock(mutex_);
+                ++in_workers_;
+                ready_.push_back(std::move(c));
+              }
+              ready_cv_.notify_one();  // after unlocking: the worker it wakes does not block on the mutex at once
+              break;
+          }
+        }
+        if (!c) continue;
+        const auto now = Clock::now();
+        if (c->head_bytes() > limits_.max_head_bytes) {
           close_conn(c, k431);
-        } else if (head > 0) {
-          std::lock_guard<std::mutex> lock(mutex_);
-          ++in_workers_;
-          ready_.push_back(std::move(c));
-          ready_cv_.notify_one();
         } else if (c->deadline <= now) {
           close_conn(c, c->pending() > 0 ? k408 : nullptr);
         } else {
@@ -350,6 +377,27 @@ class GuardedServer final : public httplib::Server {
     for (auto& c : waiting) ::close(c->fd);
   }
 
+  enum class Next { wait_request, close, finish_in_worker };
+  /// Answers the request whose whole head is buffered in `c`, without waiting (the poll thread): the response goes
+  /// out as far as the socket takes it now.
+  Next answer(Conn& c) {
+    c.deadline = Clock::now() + limits_.io_timeout;
+    ConnStream strm(c, /*may_wait=*/false);
+    const bool last = c.served + 1 >= limits_.keep_alive_max_requests;
+    bool closed = false;
+    tl_last_status = 0;
+    const bool ok = process_request(strm, last, closed, nullptr);
+    ++c.served;
+    if (!ok) return Next::close;
+    c.close_after = closed || last || tl_last_status >= 400 || tl_last_status == 0;
+    switch (ConnStream::flush(c, /*may_wait=*/false)) {
+      case ConnStream::Flushed::all: return c.close_after ? Next::close : Next::wait_request;
+      case ConnStream::Flushed::some: return Next::finish_in_worker;
+      default: return Next::close;
+    }
+  }
+
+  /// Finishes responses the poll thread could not send at once, each within Limits::io_timeout.
   void work_loop() {
     for (;;) {
       std::unique_ptr<Conn> c;
@@ -362,12 +410,7 @@ class GuardedServer final : public httplib::Server {
         busy_.push_back(c.get());
       }
       c->deadline = Clock::now() + limits_.io_timeout;
-      ConnStream strm(*c);
-      const bool last = c->served + 1 >= limits_.keep_alive_max_requests;
-      bool closed = false;
-      tl_last_status = 0;
-      const bool ok = process_request(strm, last, closed, nullptr) && strm.flush();
-      ++c->served;
+      const bool ok = ConnStream::flush(*c, /*may_wait=*/true) == ConnStream::Flushed::all;
       bool stopping;
       {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -375,7 +418,7 @@ class GuardedServer final : public httplib::Server {
         --in_workers_;
         stopping = stopping_;
       }
-      if (!ok || closed || last || stopping || tl_last_status >= 400 || tl_last_status == 0) {
+      if (!ok || c->close_after || stopping) {
         close_conn(c);
       } else {
         park(std::move(c));
@@ -388,7 +431,7 @@ class GuardedServer final : public httplib::Server {
   std::mutex mutex_;
   bool stopping_ = false;
   std::vector<std::unique_ptr<Conn>> inbox_;  // parked, not yet seen by the poll thread
-  std::deque<std::unique_ptr<Conn>> ready_;   // complete heads waiting for a worker
+  std::deque<std::unique_ptr<Conn>> ready_;   // responses the socket did not take at once, waiting for a worker
   std::condition_variable ready_cv_;
   std::vector<Conn*> busy_;                   // in a worker
   size_t in_workers_ = 0;                     // in ready_ or busy_

@@ -173,6 +173,15 @@ TEST(MetricsEndpoint, RegistryRendersHelpTypeAndLabelledSamples) {
   EXPECT_EQ(reg.render(), "# HELP a a gauge\n# TYPE a gauge\na 7\n# HELP b_total a counter\n# TYPE b_total counter\n"
                           "b_total{x=\"1\"} 2.5\n");
   EXPECT_THROW(reg.set("nope", "", 1), std::logic_error);
+  // The text is built once per change: every kind of change shows in the next render.
+  EXPECT_EQ(reg.render(), reg.render());
+  reg.set("a", "", 8);
+  EXPECT_NE(reg.render().find("\na 8\n"), std::string::npos) << reg.render();
+  reg.add("b_total", "x=\"1\"", 1);
+  EXPECT_NE(reg.render().find("b_total{x=\"1\"} 3.5\n"), std::string::npos) << reg.render();
+  reg.declare("c", io::MetricsRegistry::Type::gauge, "later");
+  reg.set("c", "", 1);
+  EXPECT_NE(reg.render().find("# HELP c later\n# TYPE c gauge\nc 1\n"), std::string::npos) << reg.render();
 }
 
 // A real Prometheus server (Debian's `prometheus`, test-only: .ci/run installs it) scrapes a coco8 run's /metrics every
