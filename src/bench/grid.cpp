@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "yolo11/bench/sweep.h"
+#include "yolo11/core/strings.h"
 
 namespace yolo11::bench {
 
@@ -23,10 +24,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using core::lower;
 
 int64_t to_int(const std::string& key, const std::string& v, int64_t lo) {
   size_t pos = 0;

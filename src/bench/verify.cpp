@@ -15,6 +15,7 @@
 #include "yolo11/instrument/advice_check.h"
 #include "yolo11/instrument/analyze.h"
 #include "yolo11/io/file.h"
+#include "yolo11/core/strings.h"
 
 namespace yolo11::bench {
 
@@ -22,10 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
+using core::trim;
 
 double t95(double dof) {  // Student t, two-sided 95 %, interpolated coarsely for non-integer dof
   if (dof < 1) return 12.706;

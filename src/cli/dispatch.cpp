@@ -9,20 +9,14 @@
 #include "yolo11/cli/cli.h"
 #include "yolo11/config/train_config.h"
 #include "yolo11/io/console.h"
+#include "yolo11/core/strings.h"
 
 namespace yolo11::cli {
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
-  return s;
-}
+using core::ends_with;
+using core::join;
 
 const Mode* find_mode(const std::string& name) {
   for (const auto& m : modes())

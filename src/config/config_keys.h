@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "yolo11/config/train_config.h"
+#include "yolo11/core/strings.h"
 
 namespace yolo11::config::detail {
 
@@ -35,12 +36,11 @@ struct KeyDef {
   std::function<YAML::Node(const TrainConfig&)> get;
 };
 
-std::string lower(std::string s);
-/// `s` without leading and trailing blanks.
-std::string trim(const std::string& s);
+using core::join;
+using core::lower;
+using core::trim;
 /// "", null, None or ~ (any case): YAML's null.
 bool is_null_text(const std::string& t);
-std::string join(const std::vector<std::string>& v, const std::string& sep);
 
 /// Every key, in configs/default.yaml order.
 const std::vector<KeyDef>& key_table();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "yolo11/compat.h"
+#include "yolo11/core/strings.h"
 
 namespace yolo11::core {
 
@@ -15,11 +16,6 @@ namespace {
 
 const char* const kForms = "use device=cpu, device=0 (first GPU), device=cuda:N, or device=0,1 under DDP";
 
-std::string trim(const std::string& s) {
-  const auto a = s.find_first_not_of(" \t");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
-}
 
 /// "3" → 3; nullopt for anything that is not a small non-negative integer.
 std::optional<int> index_of(const std::string& s) {

@@ -26,14 +26,12 @@
 
 #include "yolo11/data/opencv_threads.h"
 #include "yolo11/io/file.h"
+#include "yolo11/core/strings.h"
 
 namespace yolo11::data {
 namespace fs = std::filesystem;
 
-static std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
+using core::lower;
 
 bool is_image_file(const std::string& path) {
   static const std::set<std::string> kExt{"avif", "bmp", "dng", "heic", "jp2", "jpeg", "jpeg2000",

@@ -21,6 +21,7 @@
 #include "yolo11/io/run_dir.h"
 #include "yolo11/model/pt_save.h"
 #include "yolo11/model/weights.h"
+#include "yolo11/core/strings.h"
 
 namespace yolo11::engine {
 
@@ -31,7 +32,7 @@ constexpr const char* kNames[kNumEvents] = {
     "on_val_start",              "on_val_end",              "on_fit_epoch_end",   "on_model_save",
     "on_train_end",              "teardown"};
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+using core::seconds_since;
 
 /// Console logger: per epoch the progress line (\r-updated on a terminal at least every 0.25 s, else printed at the
 /// epoch's last step and every 30 s), then the validation table (Validator) and the epoch line; the run's start

@@ -12,6 +12,7 @@
 
 #include "yolo11/engine/multi_tensor_optim.h"
 #include "yolo11/engine/schedule.h"
+#include "yolo11/core/strings.h"
 
 namespace yolo11::engine {
 
@@ -27,9 +28,7 @@ std::string last_component(const std::string& name, std::string* prefix) {
   return name.substr(dot + 1);
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
+using core::ends_with;
 
 void add(ParamGroups& g, int which, const std::string& name, const torch::Tensor& p) {
   if (which == 2) g.bias.push_back(p), g.bias_names.push_back(name);

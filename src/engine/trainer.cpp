@@ -34,12 +34,13 @@
 #include "yolo11/io/pt_checkpoint.h"
 #include "yolo11/io/run_dir.h"
 #include "yolo11/model/weights.h"
+#include "yolo11/core/strings.h"
 
 namespace yolo11::engine {
 namespace fs = std::filesystem;
 
 namespace {
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+using core::seconds_since;
 
 /// "loss nan (box, cls, dfl 1.234, 5.678, 0.9)": a step's total loss and its items, read on the host (a sync: only
 /// when a run is failing).

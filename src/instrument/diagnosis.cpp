@@ -9,6 +9,7 @@
 
 #include "yolo11/instrument/sampler.h"
 #include "yolo11/instrument/stats.h"
+#include "yolo11/core/strings.h"
 
 namespace yolo11::instrument {
 
@@ -35,11 +36,7 @@ namespace {
 
 constexpr double kTailFloorS = 1e-3;  // p50 below 1 ms counts as 1 ms, so near-zero waits give no huge tail
 
-std::string join(const std::vector<std::string>& parts, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
-  return out;
-}
+using core::join;
 
 bool on_gpu(const AdviceContext& c) {
   return c.device != "cpu" && c.device != "mps" && !c.device.empty();

@@ -1,0 +1,21 @@
+#pragma once
+// Small text and time helpers every area may use (ASCII text; the steady clock).
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace yolo11::core {
+
+/// ASCII lower case ("CUDA:0" → "cuda:0"); other bytes unchanged.
+std::string lower(std::string s);
+/// `s` without leading and trailing spaces, tabs, CR and LF.
+std::string trim(const std::string& s);
+/// The parts with `sep` between them ("" for none).
+std::string join(const std::vector<std::string>& parts, const std::string& sep);
+bool starts_with(std::string_view s, std::string_view prefix);
+bool ends_with(std::string_view s, std::string_view suffix);
+/// Seconds from `t0` to now on the steady clock.
+double seconds_since(std::chrono::steady_clock::time_point t0);
+
+}  // namespace yolo11::core
