@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/engine/amp.h"
 #include "yolo11/engine/multi_tensor_optim.h"
 #include "yolo11/loss/detection_loss.h"

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/core/strings.h"
 
 namespace yolo11::core {

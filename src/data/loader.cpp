@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/data/opencv_threads.h"
 #include "yolo11/instrument/range.h"
 

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/model/yolo.h"
 
 namespace yolo11::engine {

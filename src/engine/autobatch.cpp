@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/engine/amp.h"
 #include "yolo11/io/pt_checkpoint.h"
 #include "yolo11/loss/detection_loss.h"

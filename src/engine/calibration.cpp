@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/instrument/mfu.h"
 #include "yolo11/instrument/sampler.h"
 #include "yolo11/io/file.h"

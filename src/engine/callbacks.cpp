@@ -12,7 +12,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/data/plots.h"
 #include "yolo11/engine/checkpoint.h"
 #include "yolo11/engine/loggers.h"

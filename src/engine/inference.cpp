@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/io/pt_checkpoint.h"
 #include "yolo11/io/safetensors.h"
 

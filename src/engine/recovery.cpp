@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/engine/checkpoint.h"
 #include "yolo11/engine/run.h"
 #include "yolo11/instrument/sampler.h"

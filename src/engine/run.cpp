@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "yolo11/build_info.h"
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/engine/autobatch.h"
 #include "yolo11/engine/calibration.h"
 #include "yolo11/data/plots.h"

@@ -23,7 +23,7 @@
 #include <optional>
 #include <sstream>
 
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/data/transforms.h"
 #include "yolo11/engine/inference.h"
 #include "yolo11/engine/interrupt.h"

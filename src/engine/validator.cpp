@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/data/plots.h"
 #include "yolo11/engine/inference.h"
 #include "yolo11/engine/val_outputs.h"

@@ -18,7 +18,7 @@
 #include "nvtx.h"
 #include "nvtx_ops.h"
 #include "profiler_impl.h"
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/instrument/mfu.h"
 #include "yolo11/instrument/range.h"
 #include "yolo11/instrument/sampler.h"

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/instrument/ops_profile.h"
 #include "yolo11/instrument/profiler.h"
 #include "yolo11/instrument/sampler.h"

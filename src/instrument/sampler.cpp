@@ -16,7 +16,7 @@
 #include <sstream>
 #include <vector>
 
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/instrument/range.h"
 #include "yolo11/instrument/trace.h"
 

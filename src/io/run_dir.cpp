@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/io/console.h"
 
 namespace yolo11::io {

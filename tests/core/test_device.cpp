@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/core/device.h"
 
 namespace core = yolo11::core;

@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "golden.h"
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 #include "yolo11/engine/checkpoint.h"
 #include "yolo11/model/yolo.h"
 #include "yolo11_test_config.h"

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "yolo11/build_info.h"
-#include "yolo11/compat.h"
+#include "yolo11/core/compat.h"
 
 namespace yolo11::compat {
 namespace {

@@ -1,5 +1,5 @@
-// LibTorch 1.13 / 2.x and CPU / CUDA differences, kept out of every other file (include/yolo11/compat.h).
-#include "yolo11/compat.h"
+// LibTorch 1.13 / 2.x and CPU / CUDA differences, kept out of every other file (include/yolo11/core/compat.h).
+#include "yolo11/core/compat.h"
 
 #include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
