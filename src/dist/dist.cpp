@@ -17,8 +17,8 @@
 #include <stdexcept>
 #include <string>
 
-// ---- c10d compat: the ONE place that sees the LibTorch 1.13 vs 2.x c10d difference (DESIGN.md "Two LibTorch
-// generations"). 1.13: ProcessGroupGloo / ProcessGroupNCCL derive from c10d::ProcessGroup. 2.x: they derive from
+// ---- c10d compat: the ONE place that sees the LibTorch 1.13 vs 2.x c10d difference (core/compat.h keeps the
+// others). 1.13: ProcessGroupGloo / ProcessGroupNCCL derive from c10d::ProcessGroup. 2.x: they derive from
 // c10d::Backend (a ProcessGroup wraps one Backend per device type). We never need the wrapper: the collectives
 // used here (allreduce, broadcast, barrier) have the same signatures on both classes, so we hold the backend
 // object itself through `Handle`. The 2.x branch is not compiled in this project's CI (Debian ships 1.13).

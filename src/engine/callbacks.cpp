@@ -13,7 +13,7 @@
 #include <stdexcept>
 
 #include "yolo11/core/compat.h"
-#include "yolo11/data/plots.h"
+#include "yolo11/plot/data_plots.h"
 #include "yolo11/engine/checkpoint.h"
 #include "yolo11/engine/loggers.h"
 #include "yolo11/engine/run.h"
@@ -112,7 +112,7 @@ void plot_train_batch(TrainContext& c) {
   const int64_t close_ni = cfg.close_mosaic > 0 && cfg.epochs >= cfg.close_mosaic
                                ? (cfg.epochs - cfg.close_mosaic) * c.num_batches : -10;
   if (ni < 3 || (ni >= close_ni && ni < close_ni + 3))
-    data::plot_images(*c.batch, c.run->names, fmt::format("{}/train_batch{}.jpg", c.run_dir, ni));
+    plot::plot_images(*c.batch, c.run->names, fmt::format("{}/train_batch{}.jpg", c.run_dir, ni));
 }
 
 /// results.csv row (rank 0) and results.png (plots=true).

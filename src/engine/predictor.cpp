@@ -21,7 +21,7 @@
 #include "yolo11/core/device.h"
 #include "yolo11/data/dataset_info.h"
 #include "yolo11/data/labels.h"
-#include "yolo11/data/text.h"
+#include "yolo11/plot/text.h"
 #include "yolo11/data/transforms.h"
 #include "yolo11/engine/inference.h"
 #include "yolo11/metrics/nms.h"
@@ -147,7 +147,7 @@ cv::Mat Predictor::annotate(const cv::Mat& image, const Prediction& p) const {
   const auto& names = impl_->det.names;
   const int lw = static_cast<int>(impl_->o.line_width);
   for (const Box& b : p.boxes) {
-    const std::string name = data::display_name(
+    const std::string name = plot::display_name(
         b.cls < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(b.cls)] : std::string(), b.cls);
     const cv::Point p1(static_cast<int>(b.x1), static_cast<int>(b.y1)), p2(static_cast<int>(b.x2), static_cast<int>(b.y2));
     cv::rectangle(img, p1, p2, class_color(b.cls), lw, cv::LINE_AA);

@@ -17,7 +17,7 @@
 #include "yolo11/core/compat.h"
 #include "yolo11/engine/autobatch.h"
 #include "yolo11/engine/calibration.h"
-#include "yolo11/data/plots.h"
+#include "yolo11/plot/data_plots.h"
 #include "yolo11/engine/checkpoint.h"
 #include "yolo11/engine/data_setup.h"
 #include "yolo11/dist/sync_bn.h"
@@ -135,7 +135,7 @@ void setup_data(Run& r) {
   r.names = cfg.single_cls ? std::vector<std::string>{"item"} : r.info.names;
   r.train_loader = make_train_loader(r.info, cfg, r.device, r.denv.rank, r.denv.world);
   if (r.main_rank) r.val_loader = make_val_loader(r.info, r.info.val, cfg, cfg.batch * 2, "val");  // rank 0 validates
-  if (cfg.plots && r.main_rank) data::plot_labels(r.train_loader->dataset(), r.run_dir + "/labels.jpg");
+  if (cfg.plots && r.main_rank) plot::plot_labels(r.train_loader->dataset(), r.run_dir + "/labels.jpg");
   r.nb = r.train_loader->num_batches();
 }
 

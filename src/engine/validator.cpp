@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "yolo11/core/compat.h"
-#include "yolo11/data/plots.h"
+#include "yolo11/plot/data_plots.h"
 #include "yolo11/engine/inference.h"
 #include "yolo11/engine/val_outputs.h"
 #include "yolo11/io/file.h"
@@ -109,10 +109,10 @@ ValResult Validator::run(model::YOLO& model, const loss::DetectionLoss* criterio
     r.ms_postprocess += ms_since(t0);
     if (batches < kPlotBatches && plots) {
       const std::string stem = opt_.save_dir + "/val_batch" + std::to_string(batches);
-      data::plot_images(*b, names_, stem + "_labels.jpg");
+      plot::plot_images(*b, names_, stem + "_labels.jpg");
       std::vector<at::Tensor> cpu_dets;
       for (const auto& d : dets) cpu_dets.push_back(d.to(torch::kCPU));
-      data::plot_images(*b, names_, stem + "_pred.jpg", &cpu_dets);
+      plot::plot_images(*b, names_, stem + "_pred.jpg", &cpu_dets);
     }
     r.images += b->size();
     ++batches;

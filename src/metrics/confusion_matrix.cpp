@@ -10,7 +10,7 @@
 #include <opencv2/imgproc.hpp>
 #include <stdexcept>
 
-#include "yolo11/data/text.h"
+#include "yolo11/plot/text.h"
 #include "yolo11/loss/iou.h"
 #include "yolo11/plot/chart.h"
 
@@ -147,7 +147,7 @@ void ConfusionMatrix::save_png(const std::string& path, const std::vector<std::s
   plot::HeatmapOptions o;
   for (const int64_t c : rows)
     o.row_labels.push_back(
-        c < nc_ ? data::display_name(c < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(c)] : "", c)
+        c < nc_ ? plot::display_name(c < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(c)] : "", c)
                 : std::string("background"));
   o.col_labels = o.row_labels;
   o.title = normalize ? "Confusion Matrix Normalized" : "Confusion Matrix";

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "yolo11/data/text.h"
+#include "yolo11/plot/text.h"
 #include "yolo11/loss/iou.h"
 #include "yolo11/metrics/curves.h"
 
@@ -329,7 +329,7 @@ void DetMetrics::save_curves(const std::string& save_dir) const {
   std::vector<char> with_pred;
   for (size_t i = 0; i < apc.classes.size(); ++i) {
     const int64_t c = apc.classes[i];
-    labels.push_back(data::display_name(names_[static_cast<size_t>(c)], c));
+    labels.push_back(plot::display_name(names_[static_cast<size_t>(c)], c));
     ap50.push_back(apc.ap[i][0]);
     with_pred.push_back(apc.num_pred[i] > 0);
   }

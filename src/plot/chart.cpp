@@ -8,7 +8,7 @@
 #include <opencv2/imgproc.hpp>
 #include <stdexcept>
 
-#include "yolo11/data/text.h"
+#include "yolo11/plot/text.h"
 
 namespace yolo11::plot {
 namespace {
@@ -37,7 +37,7 @@ std::array<double, 2> auto_limits(const std::vector<Series>& series, bool use_x)
   return {lo >= 0 ? std::max(0.0, lo - pad) : lo - pad, hi + pad};
 }
 
-int text_height(double fs) { return data::text_size("0", fs, 1).height; }
+int text_height(double fs) { return plot::text_size("0", fs, 1).height; }
 
 struct Mapper {
   cv::Rect area;
@@ -58,7 +58,7 @@ constexpr int kSample = 28;  // legend line sample length
 
 cv::Size legend_size(const std::vector<const Series*>& entries, double fs) {
   int tw = 0;
-  for (const auto* s : entries) tw = std::max(tw, data::text_size(s->label, fs, 1).width);
+  for (const auto* s : entries) tw = std::max(tw, plot::text_size(s->label, fs, 1).width);
   return {8 + kSample + 8 + tw + 8, 6 + static_cast<int>(entries.size()) * (text_height(fs) + 10) + 2};
 }
 
@@ -70,7 +70,7 @@ void draw_legend(cv::Mat& c, const std::vector<const Series*>& entries, cv::Poin
   int y = box.y + 6 + row / 2;
   for (const auto* s : entries) {
     cv::line(c, {box.x + 8, y}, {box.x + 8 + kSample, y}, s->color, s->thickness, cv::LINE_AA);
-    data::put_text(c, s->label, {box.x + 8 + kSample + 8, y + th / 2}, fs, kBlack, 1);
+    plot::put_text(c, s->label, {box.x + 8 + kSample + 8, y + th / 2}, fs, kBlack, 1);
     y += row;
   }
 }
@@ -144,9 +144,9 @@ cv::Scalar blues(double t) {
 
 cv::Size put_text_vertical(cv::Mat& img, const std::string& text, cv::Point tl, double fs, cv::Scalar color) {
   int base = 0;
-  const auto sz = data::text_size(text, fs, 1, &base);
+  const auto sz = plot::text_size(text, fs, 1, &base);
   cv::Mat txt(sz.height + base + 4, sz.width + 4, CV_8UC3, kWhite);
-  data::put_text(txt, text, cv::Point(2, sz.height + 2), fs, color, 1);
+  plot::put_text(txt, text, cv::Point(2, sz.height + 2), fs, color, 1);
   cv::Mat rot, mask;
   cv::rotate(txt, rot, cv::ROTATE_90_COUNTERCLOCKWISE);
   cv::inRange(rot, kWhite, kWhite, mask);
@@ -190,7 +190,7 @@ CategoryTicks category_ticks(const std::vector<std::string>& names, double fs, d
   for (const auto& n : names) t.labels.push_back(abbreviate(n, kMaxCategoryChars));
   auto widest = [&](double f) {
     int w = 0;
-    for (const auto& l : t.labels) w = std::max(w, data::text_size(l, f, 1).width);
+    for (const auto& l : t.labels) w = std::max(w, plot::text_size(l, f, 1).width);
     return w;
   };
   t.fs = fs;
@@ -203,12 +203,12 @@ CategoryTicks category_ticks(const std::vector<std::string>& names, double fs, d
   int across = 0;
   for (; t.fs > 0.3; t.fs -= 0.05) {
     int base = 0;
-    across = data::text_size("Ag", t.fs, 1, &base).height + base + 4;  // a rotated label's width
+    across = plot::text_size("Ag", t.fs, 1, &base).height + base + 4;  // a rotated label's width
     if (across <= spacing) break;
   }
   t.fs = std::max(t.fs, 0.3);
   int base = 0;
-  across = data::text_size("Ag", t.fs, 1, &base).height + base + 4;
+  across = plot::text_size("Ag", t.fs, 1, &base).height + base + 4;
   t.height = widest(t.fs) + 4;
   t.stride = std::max(1, static_cast<int>(std::ceil(across / std::max(1.0, spacing))));
   return t;
@@ -244,8 +244,8 @@ Axes draw_chart(cv::Mat& img, const cv::Rect& cell, const std::vector<Series>& s
   const double xstep = xt.size() > 1 ? xt[1] - xt[0] : 0, ystep = yt.size() > 1 ? yt[1] - yt[0] : 0;
   std::vector<std::string> xs, ys;
   int ytw = 0, last_xw = 0;
-  for (double v : xt) xs.push_back(tick_label(v, xstep)), last_xw = data::text_size(xs.back(), fs, 1).width;
-  for (double v : yt) ys.push_back(tick_label(v, ystep)), ytw = std::max(ytw, data::text_size(ys.back(), fs, 1).width);
+  for (double v : xt) xs.push_back(tick_label(v, xstep)), last_xw = plot::text_size(xs.back(), fs, 1).width;
+  for (double v : yt) ys.push_back(tick_label(v, ystep)), ytw = std::max(ytw, plot::text_size(ys.back(), fs, 1).width);
 
   std::vector<const Series*> entries;
   for (const auto& s : series)
@@ -302,36 +302,36 @@ Axes draw_chart(cv::Mat& img, const cv::Rect& cell, const std::vector<Series>& s
   for (size_t i = 0; i < xt.size(); ++i) {
     const int x = m.px(xt[i]), y = m.area.br().y - 1;
     cv::line(c, {x, y}, {x, y + kTickLen}, kBlack, 1);
-    const auto sz = data::text_size(xs[i], fs, 1);
-    data::put_text(c, xs[i], {x - sz.width / 2, y + kTickLen + 6 + sz.height}, fs, kBlack, 1);
+    const auto sz = plot::text_size(xs[i], fs, 1);
+    plot::put_text(c, xs[i], {x - sz.width / 2, y + kTickLen + 6 + sz.height}, fs, kBlack, 1);
   }
   for (size_t i = 0; cats && i < ct.labels.size(); i += static_cast<size_t>(ct.stride)) {
     const int x = m.px(static_cast<double>(i)), y = m.area.br().y - 1;
     cv::line(c, {x, y}, {x, y + kTickLen}, kBlack, 1);
     int base = 0;
-    const auto sz = data::text_size(ct.labels[i], ct.fs, 1, &base);
+    const auto sz = plot::text_size(ct.labels[i], ct.fs, 1, &base);
     if (!ct.vertical)
-      data::put_text(c, ct.labels[i], {x - sz.width / 2, y + kTickLen + 6 + sz.height}, ct.fs, kBlack, 1);
+      plot::put_text(c, ct.labels[i], {x - sz.width / 2, y + kTickLen + 6 + sz.height}, ct.fs, kBlack, 1);
     else  // rotated (reads bottom to top), its end at the tick
       put_text_vertical(c, ct.labels[i], {x - (sz.height + base + 4) / 2, y + kTickLen + 2}, ct.fs, kBlack);
   }
   for (size_t i = 0; i < yt.size(); ++i) {
     const int y = m.py(yt[i]);
     cv::line(c, {m.area.x - kTickLen, y}, {m.area.x, y}, kBlack, 1);
-    const auto sz = data::text_size(ys[i], fs, 1);
-    data::put_text(c, ys[i], {m.area.x - kTickLen - 4 - sz.width, y + sz.height / 2}, fs, kBlack, 1);
+    const auto sz = plot::text_size(ys[i], fs, 1);
+    plot::put_text(c, ys[i], {m.area.x - kTickLen - 4 - sz.width, y + sz.height / 2}, fs, kBlack, 1);
   }
   if (!opt.xlabel.empty()) {
-    const auto sz = data::text_size(opt.xlabel, fs_label, 1);
-    data::put_text(c, opt.xlabel, {m.area.x + (m.area.width - sz.width) / 2, c.rows - kPad}, fs_label, kBlack, 1);
+    const auto sz = plot::text_size(opt.xlabel, fs_label, 1);
+    plot::put_text(c, opt.xlabel, {m.area.x + (m.area.width - sz.width) / 2, c.rows - kPad}, fs_label, kBlack, 1);
   }
   if (!opt.ylabel.empty()) {
-    const auto sz = data::text_size(opt.ylabel, fs_label, 1);
+    const auto sz = plot::text_size(opt.ylabel, fs_label, 1);
     put_text_vertical(c, opt.ylabel, {kPad - 2, m.area.y + (m.area.height - sz.width) / 2}, fs_label, kBlack);
   }
   if (!opt.title.empty()) {
-    const auto sz = data::text_size(opt.title, fs_title, 1);
-    data::put_text(c, opt.title, {m.area.x + (m.area.width - sz.width) / 2, kPad + title_h}, fs_title, kBlack, 1);
+    const auto sz = plot::text_size(opt.title, fs_title, 1);
+    plot::put_text(c, opt.title, {m.area.x + (m.area.width - sz.width) / 2, kPad + title_h}, fs_title, kBlack, 1);
   }
   if (where == Legend::kInsideBest) {
     // Corners in preference order; each scored by the line samples (10 per segment) that its box would cover.
@@ -403,9 +403,9 @@ void draw_colorbar(cv::Mat& img, const cv::Rect& bar, double vmax, double fs) {
   for (double v : ticks) {
     const int y = bar.y + static_cast<int>(std::lround((1.0 - v / vmax) * (bar.height - 1)));
     const auto s = tick_label(v, step);
-    const auto sz = data::text_size(s, fs, 1);
+    const auto sz = plot::text_size(s, fs, 1);
     cv::line(img, {bar.br().x, y}, {bar.br().x + kTickLen - 1, y}, kBlack, 1);
-    data::put_text(img, s, {bar.br().x + kTickLen + 3, y + sz.height / 2}, fs, kBlack, 1);
+    plot::put_text(img, s, {bar.br().x + kTickLen + 3, y + sz.height / 2}, fs, kBlack, 1);
   }
 }
 
@@ -431,11 +431,11 @@ cv::Mat render_heatmap(const std::vector<std::vector<double>>& values, const Hea
   const double lfs = std::clamp(cell / 40.0, 0.3, 0.5), afs = 0.6, tfs = 0.8;  // tick labels, axis titles, title
   auto widest = [&](const std::vector<std::string>& ls) {
     int w = 0;
-    for (const auto& l : ls) w = std::max(w, data::text_size(l, lfs, 1).width);
+    for (const auto& l : ls) w = std::max(w, plot::text_size(l, lfs, 1).width);
     return std::min(w, 260);  // longer labels are clipped at the picture's edge
   };
   const int lw_rows = widest(opt.row_labels), lw_cols = widest(opt.col_labels);
-  const int ah = data::text_size("Ag", afs, 1).height;
+  const int ah = plot::text_size("Ag", afs, 1).height;
   const int margin_l = 10 + ah + 16 + lw_rows + 6 + kTickLen, margin_t = opt.subtitle.empty() ? 70 : 100;
   const int margin_b = kTickLen + 6 + lw_cols + 16 + ah + 12, cb_gap = 28, cb_w = 20;
   const int margin_r = cb_gap + cb_w + kTickLen + 70;
@@ -451,7 +451,7 @@ cv::Mat render_heatmap(const std::vector<std::vector<double>>& values, const Hea
       for (double v : r)
         if (std::isfinite(v)) {
           std::snprintf(buf, sizeof buf, opt.cell_format.c_str(), v);
-          widest_num = std::max(widest_num, data::text_size(buf, 1.0, 1).width);
+          widest_num = std::max(widest_num, plot::text_size(buf, 1.0, 1).width);
         }
     nfs = widest_num > 0 ? std::min(0.6, (cell - 4.0) / widest_num) : 0.0;
     if (nfs < 0.28) nfs = 0;  // smaller Hershey digits do not read
@@ -465,41 +465,41 @@ cv::Mat render_heatmap(const std::vector<std::vector<double>>& values, const Hea
       if (nfs <= 0) continue;
       char buf[64];
       std::snprintf(buf, sizeof buf, opt.cell_format.c_str(), v);
-      const auto sz = data::text_size(buf, nfs, 1);
+      const auto sz = plot::text_size(buf, nfs, 1);
       const bool dark = v > 0.45 * vmax;  // white text on the darker half of the scale
-      data::put_text(img, buf, p0 + cv::Point((cell - sz.width) / 2, (cell + sz.height) / 2), nfs,
+      plot::put_text(img, buf, p0 + cv::Point((cell - sz.width) / 2, (cell + sz.height) / 2), nfs,
                      dark ? kWhite : kBlack, 1);
     }
   cv::rectangle(img, cv::Point(margin_l, margin_t), cv::Point(margin_l + wide, margin_t + high), kFrame, 1);
   for (int i = 0; i < k_rows; ++i) {
     const int mid_y = margin_t + i * cell + cell / 2;
-    const auto sz = data::text_size(opt.row_labels[i], lfs, 1);
+    const auto sz = plot::text_size(opt.row_labels[i], lfs, 1);
     cv::line(img, {margin_l - kTickLen, mid_y}, {margin_l, mid_y}, kBlack, 1);
-    data::put_text(img, opt.row_labels[i], cv::Point(margin_l - kTickLen - 6 - sz.width, mid_y + sz.height / 2), lfs,
+    plot::put_text(img, opt.row_labels[i], cv::Point(margin_l - kTickLen - 6 - sz.width, mid_y + sz.height / 2), lfs,
                    kBlack, 1);
   }
   for (int i = 0; i < k_cols; ++i) {
     const int mid_x = margin_l + i * cell + cell / 2;
-    const auto sz = data::text_size(opt.col_labels[i], lfs, 1);
+    const auto sz = plot::text_size(opt.col_labels[i], lfs, 1);
     cv::line(img, {mid_x, margin_t + high}, {mid_x, margin_t + high + kTickLen}, kBlack, 1);
     put_text_vertical(img, opt.col_labels[i], {mid_x - (sz.height + 4) / 2, margin_t + high + kTickLen + 4}, lfs,
                       kBlack);
   }
   draw_colorbar(img, cv::Rect(margin_l + wide + cb_gap, margin_t, cb_w, high), vmax, lfs);
   if (!opt.title.empty()) {
-    const auto tsz = data::text_size(opt.title, tfs, 1);
-    data::put_text(img, opt.title, {std::max(5, margin_l + (wide - tsz.width) / 2), 38}, tfs, kBlack, 1);
+    const auto tsz = plot::text_size(opt.title, tfs, 1);
+    plot::put_text(img, opt.title, {std::max(5, margin_l + (wide - tsz.width) / 2), 38}, tfs, kBlack, 1);
   }
   if (!opt.subtitle.empty()) {
-    const auto sz = data::text_size(opt.subtitle, 0.5, 1);
-    data::put_text(img, opt.subtitle, {std::max(5, (w - sz.width) / 2), 66}, 0.5, kBlack, 1);
+    const auto sz = plot::text_size(opt.subtitle, 0.5, 1);
+    plot::put_text(img, opt.subtitle, {std::max(5, (w - sz.width) / 2), 66}, 0.5, kBlack, 1);
   }
   if (!opt.xlabel.empty()) {
-    const auto sz = data::text_size(opt.xlabel, afs, 1);
-    data::put_text(img, opt.xlabel, {margin_l + (wide - sz.width) / 2, h - 12}, afs, kBlack, 1);
+    const auto sz = plot::text_size(opt.xlabel, afs, 1);
+    plot::put_text(img, opt.xlabel, {margin_l + (wide - sz.width) / 2, h - 12}, afs, kBlack, 1);
   }
   if (!opt.ylabel.empty()) {
-    const auto sz = data::text_size(opt.ylabel, afs, 1);
+    const auto sz = plot::text_size(opt.ylabel, afs, 1);
     put_text_vertical(img, opt.ylabel, {8, margin_t + (high - sz.width) / 2}, afs, kBlack);
   }
   return img;
@@ -517,12 +517,12 @@ cv::Rect draw_caption(cv::Mat& img, const std::string& label, const cv::Rect& bo
                       double fs, cv::Scalar color) {
   if (label.empty()) return {};
   int base = 0;
-  const cv::Size ts = data::text_size(label, fs, 1, &base);
+  const cv::Size ts = plot::text_size(label, fs, 1, &base);
   const cv::Rect r = caption_rect({ts.width + 4, ts.height + base + 3}, box, bounds);
   const cv::Rect clip = bounds & cv::Rect(0, 0, img.cols, img.rows);
   cv::Mat roi = img(clip);
   cv::rectangle(roi, r - clip.tl(), color, cv::FILLED);
-  data::put_text(roi, label, cv::Point(r.x + 2, r.y + 2 + ts.height) - clip.tl(), fs, kWhite, 1);
+  plot::put_text(roi, label, cv::Point(r.x + 2, r.y + 2 + ts.height) - clip.tl(), fs, kWhite, 1);
   return r;
 }
 

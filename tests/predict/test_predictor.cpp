@@ -14,7 +14,7 @@
 
 #include "golden.h"
 #include "process.h"
-#include "yolo11/data/text.h"
+#include "yolo11/plot/text.h"
 #include "yolo11/engine/predictor.h"
 #include "yolo11/model/weights.h"
 #include "yolo11/model/yolo.h"
@@ -246,8 +246,8 @@ TEST(Predictor, NonAsciiClassNamesAreDrawn) {
   p.height = 120;
   p.boxes = {Box{20, 60, 140, 110, 0.9f, 1}};  // "café"
   const cv::Mat a = pr.annotate(img, p);
-  const std::string shown = yolo11::data::display_name(pr.names()[1], 1);
-  EXPECT_EQ(shown, yolo11::data::utf8_text_available() ? "caf\xc3\xa9" : "1");
+  const std::string shown = yolo11::plot::display_name(pr.names()[1], 1);
+  EXPECT_EQ(shown, yolo11::plot::utf8_text_available() ? "caf\xc3\xa9" : "1");
   EXPECT_GT(cv::norm(a, img, cv::NORM_L1), 0.0);
 }
 

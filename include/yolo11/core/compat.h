@@ -1,6 +1,6 @@
 #pragma once
-// The one place that hides LibTorch 1.13 vs 2.x and CPU vs CUDA differences (DESIGN.md "Two LibTorch
-// generations"): device sync, peak allocator memory, CUDA event timing, Nsight capture control, autocast.
+// The one place that hides LibTorch 1.13 vs 2.x and CPU vs CUDA differences (docs/architecture.md, area core):
+// device sync, peak allocator memory, CUDA event timing, Nsight capture control, autocast.
 // Every function works (as a no-op / "n/a") in CPU-only builds; CUDA code lives in src/core/compat.cpp
 // behind YOLO11_HAS_CUDA, so no CUDA header leaks here.
 #include <ATen/Tensor.h>

@@ -101,7 +101,7 @@ class Predictor {
   /// Prediction per image, in order, boxes xyxy in that image's pixels. Throws std::runtime_error for an empty image.
   std::vector<Prediction> predict(const std::vector<cv::Mat>& images);
 
-  /// A copy of `image` with `p`'s boxes and "name conf" captions drawn (UTF-8 names via data/text.h); a caption
+  /// A copy of `image` with `p`'s boxes and "name conf" captions drawn (UTF-8 names via plot/text.h); a caption
   /// that would leave the picture is moved inside it (plot::caption_rect).
   cv::Mat annotate(const cv::Mat& image, const Prediction& p) const;
 

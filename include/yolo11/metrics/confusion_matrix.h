@@ -23,7 +23,7 @@ class ConfusionMatrix {
   /// Column-normalised copy (each true-class column sums to 1; +1e-9 guard).
   std::vector<std::vector<double>> normalized() const;
   /// Renders the matrix (counts or normalised) as a PNG heat map (plot::render_heatmap: class names on both axes,
-  /// UTF-8 through data/text.h, a colour bar, and the value in each cell when fewer than kMaxAnnotatedRows rows are
+  /// UTF-8 through plot/text.h, a colour bar, and the value in each cell when fewer than kMaxAnnotatedRows rows are
   /// drawn). Only plot_classes(max_classes) and background are drawn (a subtitle says "N of nc classes" when that is
   /// not all of them), so the picture stays under ~1,000 px a side. Throws std::runtime_error when the file cannot be
   /// written.

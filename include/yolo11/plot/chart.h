@@ -2,9 +2,9 @@
 // Charts drawn with OpenCV, one drawing code for every picture of a run: line charts (axes, "nice" 1-2-5 ticks, tick
 // labels, axis labels, title, legend, markers), bar charts over named categories, heat maps with numbers in the cells
 // and a colour bar, and box captions kept inside the picture. Used by the curve plots (src/metrics/curves.cpp),
-// results.png (src/engine/results.cpp), labels.jpg and the batch mosaics (src/data/plots.cpp), the confusion matrix
+// results.png (src/engine/results.cpp), labels.jpg and the batch mosaics (src/plot/data_plots.cpp), the confusion matrix
 // (src/metrics/confusion_matrix.cpp), predict outputs (src/engine/predictor.cpp) and sweep.png (src/bench/plot.cpp).
-// Text goes through data/text.h, so UTF-8 labels work where the build can draw them.
+// Text goes through plot/text.h, so UTF-8 labels work where the build can draw them.
 #include <opencv2/core.hpp>
 
 #include <array>
@@ -77,7 +77,7 @@ cv::Scalar palette(size_t i);
 /// matplotlib's "Blues" colour map at t in [0, 1] (clamped; NaN gives white), BGR: near white at 0, dark blue at 1.
 cv::Scalar blues(double t);
 
-/// Draws `text` (data/text.h, Hershey `font_scale`) rotated 90° counter-clockwise, reading bottom to top, with the
+/// Draws `text` (plot/text.h, Hershey `font_scale`) rotated 90° counter-clockwise, reading bottom to top, with the
 /// top-left corner of its box at `tl` (pixels); only the text's own pixels are copied, clipped to `img` (CV_8UC3).
 /// Returns the box's size: about (text height + descent + 4) × (text width + 4).
 cv::Size put_text_vertical(cv::Mat& img, const std::string& text, cv::Point tl, double font_scale, cv::Scalar color);
@@ -119,7 +119,7 @@ cv::Mat render_heatmap(const std::vector<std::vector<double>>& values, const Hea
 /// `bounds` wherever the caption is not larger than bounds.
 cv::Rect caption_rect(cv::Size text, const cv::Rect& box, const cv::Rect& bounds);
 
-/// Draws `label` (data/text.h, Hershey font_scale) in white on a `color` filled caption_rect() for `box`, clipped to
+/// Draws `label` (plot/text.h, Hershey font_scale) in white on a `color` filled caption_rect() for `box`, clipped to
 /// `bounds`; returns the caption's rectangle. Nothing is drawn (an empty Rect) for an empty label.
 cv::Rect draw_caption(cv::Mat& img, const std::string& label, const cv::Rect& box, const cv::Rect& bounds,
                       double font_scale, cv::Scalar color);

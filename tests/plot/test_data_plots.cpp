@@ -7,11 +7,12 @@
 
 #include "golden.h"
 #include "yolo11/data/loader.h"
-#include "yolo11/data/plots.h"
+#include "yolo11/plot/data_plots.h"
 #include "yolo11/data/synth.h"
 #include "yolo11/io/file.h"
 
 using namespace yolo11::data;
+using namespace yolo11::plot;
 namespace fs = std::filesystem;
 
 TEST(Synth, ASmallerDatasetIntoTheSameFolderReplacesTheOlderOneAndABadExtIsAClearError) {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-namespace yolo11::data {
+namespace yolo11::plot {
 
 /// True when every byte of `s` is 7-bit ASCII (Hershey can draw it).
 bool is_ascii(const std::string& s);
@@ -36,4 +36,4 @@ cv::Size text_size(const std::string& text, double font_scale, int thickness, in
 void put_text(cv::Mat& img, const std::string& text, cv::Point org, double font_scale, cv::Scalar color,
               int thickness = 1);
 
-}  // namespace yolo11::data
+}  // namespace yolo11::plot

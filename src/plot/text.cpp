@@ -1,4 +1,4 @@
-#include "yolo11/data/text.h"
+#include "yolo11/plot/text.h"
 
 #include <spdlog/spdlog.h>
 
@@ -11,7 +11,7 @@
 #include <opencv2/freetype.hpp>
 #endif
 
-namespace yolo11::data {
+namespace yolo11::plot {
 namespace {
 
 #ifdef YOLO11_HAS_FREETYPE
@@ -114,4 +114,4 @@ void put_text(cv::Mat& img, const std::string& text, cv::Point org, double font_
   cv::putText(img, text, org, cv::FONT_HERSHEY_SIMPLEX, font_scale, color, thickness, cv::LINE_AA);
 }
 
-}  // namespace yolo11::data
+}  // namespace yolo11::plot

@@ -1,5 +1,5 @@
-// Batch and label pictures (see plots.h).
-#include "yolo11/data/plots.h"
+// Batch and label pictures (see data_plots.h).
+#include "yolo11/plot/data_plots.h"
 
 #include <torch/torch.h>
 
@@ -12,11 +12,11 @@
 #include <stdexcept>
 
 #include "yolo11/data/dataset.h"
-#include "yolo11/data/text.h"
+#include "yolo11/plot/text.h"
 #include "yolo11/io/file.h"
 #include "yolo11/plot/chart.h"
 
-namespace yolo11::data {
+namespace yolo11::plot {
 
 // Ultralytics' 20-colour palette (hex), used as BGR.
 static cv::Scalar color(int64_t i) {
@@ -46,7 +46,7 @@ static void write_jpg(const std::string& path, const cv::Mat& img) {
   io::write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(buf.data()), buf.size()));
 }
 
-void plot_images(const Batch& b, const std::vector<std::string>& names, const std::string& path,
+void plot_images(const data::Batch& b, const std::vector<std::string>& names, const std::string& path,
                  const std::vector<at::Tensor>* preds) {
   const int64_t B = std::min<int64_t>(b.size(), 16);
   if (B == 0) throw std::runtime_error("plot_images: empty batch for " + path);
@@ -111,7 +111,7 @@ void plot_images(const Batch& b, const std::vector<std::string>& names, const st
   write_jpg(path, canvas);
 }
 
-void plot_labels(const Dataset& ds, const std::string& path) {
+void plot_labels(const data::Dataset& ds, const std::string& path) {
   const int64_t nc = std::max<int64_t>(1, ds.info().nc);
   std::vector<double> counts(static_cast<size_t>(nc), 0.0);
   const int D = 200;  // density grid cells a side
@@ -173,4 +173,4 @@ void plot_labels(const Dataset& ds, const std::string& path) {
   write_jpg(path, canvas);
 }
 
-}  // namespace yolo11::data
+}  // namespace yolo11::plot

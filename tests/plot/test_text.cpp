@@ -8,10 +8,11 @@
 #include <torch/torch.h>
 
 #include "golden.h"
-#include "yolo11/data/plots.h"
-#include "yolo11/data/text.h"
+#include "yolo11/plot/data_plots.h"
+#include "yolo11/plot/text.h"
 
 using namespace yolo11::data;
+using namespace yolo11::plot;
 
 namespace {
 [[maybe_unused]] cv::Rect ink(const cv::Mat& img) {  // bounding box of the non-white pixels
