@@ -19,6 +19,7 @@ PACKAGES=(build-essential cmake ninja-build pkg-config
           libprotobuf-dev protobuf-compiler python3-protobuf  # tensorboard=true; python3-protobuf: its read-back test
           libcpp-httplib-dev                                   # metrics_port= (/metrics endpoint)
           clang libclang-rt-14-dev                             # tools/fuzz.sh: libFuzzer (docs/fuzzing.md)
+          clang-format                                         # tools/format.sh: .clang-format on changed lines
           python3-torch)                                       # torchrun: the DDP launch test (docs/dist.md)
 LIBTORCH=${YOLO11_LIBTORCH:-wheel}
 # Debian's LibTorch takes BLAS from the system alternative: OpenBLAS (≈14× the reference BLAS here).
