@@ -63,9 +63,9 @@ double call_cost_ns(Level level, bool scoped_range, const std::string& dir) {
   const int64_t t0 = now_ns();
   for (int i = 0; i < kCalls; ++i) {
     if (scoped_range) {
-      ScopedRange r("load");
+      ScopedRange r(LoaderStage::load);
     } else {
-      auto s = p.stage("forward");
+      auto s = p.stage(StepStage::forward);
     }
   }
   const double ns = static_cast<double>(now_ns() - t0) / kCalls;
@@ -85,19 +85,28 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
 
   // Stage shares of a step (sum 1).
-  const std::vector<std::pair<const char*, double>> stages = {{"dataloader", 0.10}, {"h2d", 0.04},  {"forward", 0.24},
-                                                              {"loss", 0.06},       {"backward", 0.44}, {"optimizer", 0.08},
-                                                              {"ema", 0.04}};
+  const std::vector<std::pair<StepStage, double>> stages = {
+      {StepStage::dataloader, 0.10}, {StepStage::h2d, 0.04},       {StepStage::forward, 0.24}, {StepStage::loss, 0.06},
+      {StepStage::backward, 0.44},   {StepStage::optimizer, 0.08}, {StepStage::ema, 0.04}};
   std::atomic<bool> stop{false};
   std::thread loader([&] {
     name_this_thread("loader 0");
     while (!stop.load(std::memory_order_relaxed)) {
       {
-        ScopedRange load("load");
-        { ScopedRange m("mosaic"); spin_for(200'000); }
-        { ScopedRange a("augment"); spin_for(100'000); }
+        ScopedRange load(LoaderStage::load);
+        {
+          ScopedRange m(LoaderStage::mosaic);
+          spin_for(200'000);
+        }
+        {
+          ScopedRange a(LoaderStage::augment);
+          spin_for(100'000);
+        }
       }
-      { ScopedRange c("collate"); std::this_thread::sleep_for(std::chrono::milliseconds(2)); }
+      {
+        ScopedRange c(LoaderStage::collate);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
     }
   });
 

@@ -75,7 +75,7 @@ void read_point_measurements(const std::string& run_dir, PointResult& r) {
   r.step_ms_p95 = 1000 * instrument::percentile(t, 0.95);
   for (const char* s : instrument::kStepStages)
     if (all.find(s) != nullptr) r.shares[s] = all.share(s);
-  r.data_wait = all.share("dataloader");
+  r.data_wait = all.share(instrument::StepStage::dataloader);
   r.cpu_percent = cpu_t > 0 ? cpu_w / cpu_t : -1;
   // MFU and SM activity when the child's summary.json has them (instrumentation issue 14).
   std::ifstream js(run_dir + "/summary.json");
@@ -96,7 +96,7 @@ void read_point_measurements(const std::string& run_dir, PointResult& r) {
   } catch (const std::exception&) {  // an unreadable args.yaml: no contention term, as for an older trainer
   }
   for (const auto& x : instrument::what_if(all, static_cast<int>(r.point.workers), cpu))
-    if (x.stage == "dataloader") r.whatif_no_data_ms = 1000 * x.step_s;
+    if (x.stage == instrument::stage_name(instrument::StepStage::dataloader)) r.whatif_no_data_ms = 1000 * x.step_s;
   r.status = Status::ok;
   r.reason.clear();
 }

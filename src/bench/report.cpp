@@ -50,8 +50,8 @@ std::string na(double v, const std::string& fmt_spec_unit) {
 
 double compute_share(const PointResult& r) {
   double c = 0;
-  for (const char* s : {"forward", "loss", "backward"})
-    if (auto it = r.shares.find(s); it != r.shares.end()) c += it->second;
+  for (instrument::StepStage s : instrument::kComputeStages)
+    if (auto it = r.shares.find(instrument::stage_name(s)); it != r.shares.end()) c += it->second;
   return c;
 }
 
@@ -206,18 +206,19 @@ std::string format_sweep_md(const SweepOptions& o, const std::vector<PointResult
       s << ": " << r.reason << " |  |  |  |  |  |  | " << na(r.rss_mb, "{:.0f}") << " |  |  |  |  |\n";
       continue;
     }
-    auto sh = [&](std::initializer_list<const char*> names) {
+    using St = instrument::StepStage;
+    auto sh = [&](std::initializer_list<St> stages) {
       double v = 0;
-      for (auto n : names)
-        if (auto it = r.shares.find(n); it != r.shares.end()) v += it->second;
+      for (auto n : stages)
+        if (auto it = r.shares.find(instrument::stage_name(n)); it != r.shares.end()) v += it->second;
       return fmt::format("{:.0f} %", 100 * v);
     };
-    s << fmt::format(" | {:.2f} ({:.2f}–{:.2f}) | {:.0f} / {:.0f} | {:.1f} % | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                     r.img_s, r.img_s_lo, r.img_s_hi, r.step_ms_p50, r.step_ms_p95, 100 * r.data_wait,
-                     sh({"forward", "loss", "backward"}), sh({"optimizer", "ema"}), na(r.cpu_percent, "{:.0f}"),
-                     na(r.rss_mb, "{:.0f}"), na(r.gpu_util, "{:.0f} %"), na(r.gpu_mem_mb, "{:.0f}"),
-                     na(r.mfu < 0 ? -1.0 : 100 * r.mfu, "{:.1f} %"), na(r.whatif_no_data_ms, "{:.0f}"));  // MFU in %
-
+    s << fmt::format(
+        " | {:.2f} ({:.2f}–{:.2f}) | {:.0f} / {:.0f} | {:.1f} % | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.img_s,
+        r.img_s_lo, r.img_s_hi, r.step_ms_p50, r.step_ms_p95, 100 * r.data_wait,
+        sh({St::forward, St::loss, St::backward}), sh({St::optimizer, St::ema}), na(r.cpu_percent, "{:.0f}"),
+        na(r.rss_mb, "{:.0f}"), na(r.gpu_util, "{:.0f} %"), na(r.gpu_mem_mb, "{:.0f}"),
+        na(r.mfu < 0 ? -1.0 : 100 * r.mfu, "{:.1f} %"), na(r.whatif_no_data_ms, "{:.0f}"));  // MFU in %
   }
   s << "\n## Recommendation\n\n";
   if (rec.found) {

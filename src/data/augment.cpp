@@ -126,11 +126,11 @@ void pre_transform(int64_t index, const SampleSource& src, const AugmentOptions&
   if (do_mosaic) {
     std::array<LoadedSample, 4> parts;
     {
-      instrument::ScopedRange r("load");
+      instrument::ScopedRange r(instrument::LoaderStage::load);
       parts[0] = src(index);
       for (int k = 0; k < 3; ++k) parts[k + 1] = src(d.mosaic_idx[k]);
     }
-    instrument::ScopedRange r("mosaic");
+    instrument::ScopedRange r(instrument::LoaderStage::mosaic);
     ScopedPart t(LoaderPart::mosaic);
     MosaicResult m = mosaic4({&parts[0], &parts[1], &parts[2], &parts[3]}, o.imgsz, static_cast<int>(d.yc),
                              static_cast<int>(d.xc));
@@ -144,10 +144,10 @@ void pre_transform(int64_t index, const SampleSource& src, const AugmentOptions&
   } else {
     LoadedSample s;
     {
-      instrument::ScopedRange r("load");
+      instrument::ScopedRange r(instrument::LoaderStage::load);
       s = src(index);
     }
-    instrument::ScopedRange r("augment");
+    instrument::ScopedRange r(instrument::LoaderStage::augment);
     const LetterboxParams p = letterbox_params(s.img.rows, s.img.cols, S, S, /*scaleup=*/true);
     {
       ScopedPart t(LoaderPart::letterbox);
@@ -161,7 +161,7 @@ void pre_transform(int64_t index, const SampleSource& src, const AugmentOptions&
       trace->rp_boxes_in = lab.boxes;
     }
   }
-  instrument::ScopedRange r("augment");
+  instrument::ScopedRange r(instrument::LoaderStage::augment);
   PerspectiveResult rp;
   {
     ScopedPart t(LoaderPart::perspective);
@@ -195,7 +195,7 @@ AugmentedSample train_transform(int64_t index, const SampleSource& src, const Au
     const int cx = static_cast<int>(d.cutmix_cx * img.cols), cy = static_cast<int>(d.cutmix_cy * img.rows);
     cutmix(img, labels, img2, l2, {cx - cw / 2, cy - ch / 2, cx + cw / 2, cy + ch / 2});
   }
-  instrument::ScopedRange r("augment");
+  instrument::ScopedRange r(instrument::LoaderStage::augment);
   {
     ScopedPart t(LoaderPart::hsv);
     apply_hsv(img, d.hsv_u[0] * o.hsv_h, d.hsv_u[1] * o.hsv_s, d.hsv_u[2] * o.hsv_v);
@@ -218,7 +218,7 @@ AugmentedSample train_transform(int64_t index, const SampleSource& src, const Au
 }
 
 AugmentedSample val_transform(const LoadedSample& s, std::array<int, 2> new_shape) {
-  instrument::ScopedRange r("augment");
+  instrument::ScopedRange r(instrument::LoaderStage::augment);
   const LetterboxParams p = letterbox_params(s.img.rows, s.img.cols, new_shape[0], new_shape[1], /*scaleup=*/false);
   AugmentedSample out;
   {

@@ -212,13 +212,13 @@ Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
     } else {
       LoadedSample s;
       {
-        instrument::ScopedRange r("load");
+        instrument::ScopedRange r(instrument::LoaderStage::load);
         s = ds.load(static_cast<size_t>(idx));
       }
       samples[k] = val_transform(s, ds.batch_shape(static_cast<size_t>(idx)));
     }
   }
-  instrument::ScopedRange r("collate");
+  instrument::ScopedRange r(instrument::LoaderStage::collate);
   ScopedPart collate_part(LoaderPart::collate);
   const int64_t H = samples[0].img.rows, W = samples[0].img.cols;
   Batch out;
@@ -262,7 +262,7 @@ Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
     out.ratio_pad.push_back({rh * s.ratio_pad[0], rw * s.ratio_pad[1], s.ratio_pad[2], s.ratio_pad[3]});
   }
   if (opt_.float_images) {  // engine::to_input's conversion (x / 255 in float32, channels_last), in the worker
-    instrument::ScopedRange f("to_float");
+    instrument::ScopedRange f(instrument::LoaderStage::to_float);
     out.images = to_float_channels_last(out.images);
   }
   return out;

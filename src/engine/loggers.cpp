@@ -109,7 +109,7 @@ struct TensorBoardLogger {
       w->add_scalar("profiler/" + st.name + "_share", st.share, s, now);
     }
     w->add_scalar("profiler/img_per_s", win.images_per_s, s, now);
-    w->add_scalar("profiler/data_wait", win.share("dataloader"), s, now);
+    w->add_scalar("profiler/data_wait", win.share(instrument::StepStage::dataloader), s, now);
     if (win.gpu_util >= 0) w->add_scalar("profiler/gpu_util", win.gpu_util, s, now);
     if (win.gpu_mem_mb >= 0) w->add_scalar("profiler/gpu_mem_mb", win.gpu_mem_mb, s, now);
     // The window's own MFU (the console's figure: measured CPU peak or the GPU's data-sheet peak), else from the
@@ -218,7 +218,7 @@ struct MetricsLogger {
       reg->set("yolo11_stage_share", l, st.share);
     }
     reg->set("yolo11_images_per_second", rank, w->images_per_s);
-    reg->set("yolo11_data_wait_ratio", rank, w->share("dataloader"));
+    reg->set("yolo11_data_wait_ratio", rank, w->share(instrument::StepStage::dataloader));
     if (w->gpu_util >= 0) reg->set("yolo11_gpu_utilization_percent", rank, w->gpu_util);
     if (w->gpu_mem_mb >= 0) reg->set("yolo11_gpu_memory_used_bytes", rank, w->gpu_mem_mb * 1024 * 1024);
     if (w->peak_alloc_mb >= 0) reg->set("yolo11_gpu_memory_peak_allocated_bytes", rank, w->peak_alloc_mb * 1024 * 1024);

@@ -89,7 +89,7 @@ void report_run(Run& r) {
 
 namespace {
 struct Delay {
-  std::string stage;
+  instrument::StepStage stage;
   int rank = 0;
   int ms = 0;
 };
@@ -105,13 +105,18 @@ std::vector<Delay> parse_delays() {
       spdlog::warn("YOLO11_TEST_DELAY: '{}' ignored; expected stage:rank:ms", item);
       continue;
     }
-    out.push_back({item.substr(0, a), std::atoi(item.substr(a + 1, b - a - 1).c_str()), std::atoi(item.c_str() + b + 1)});
+    const auto stage = instrument::parse_step_stage(item.substr(0, a));
+    if (!stage) {
+      spdlog::warn("YOLO11_TEST_DELAY: '{}' ignored; '{}' is not a stage", item, item.substr(0, a));
+      continue;
+    }
+    out.push_back({*stage, std::atoi(item.substr(a + 1, b - a - 1).c_str()), std::atoi(item.c_str() + b + 1)});
   }
   return out;
 }
 }  // namespace
 
-void test_delay(const Run& r, const char* stage) {
+void test_delay(const Run& r, instrument::StepStage stage) {
   static const std::vector<Delay> delays = parse_delays();
   for (const auto& d : delays)
     if (d.rank == r.denv.rank && d.stage == stage && d.ms > 0)

@@ -5,7 +5,7 @@
 // each stage timed and NVTX-ranged by instrument::Profiler. Console output, results.csv/png and checkpoints are the
 // default callbacks (src/engine/callbacks.cpp).
 // DDP (WORLD_SIZE > 1, docs/dist.md): every rank runs this same loop on its shard with batch / world; at each
-// optimizer step the accumulated gradients are summed over ranks ("allreduce" stage) before unscale/clip/step;
+// optimizer step the accumulated gradients are summed over ranks (the allreduce stage) before unscale/clip/step;
 // rank 0 alone writes the run dir and validates.
 // Faults (docs/recipe.md "Crash safety"): an epoch that turns non-finite re-runs from the good state it started from
 // (train_epoch, src/engine/recovery.cpp); an out-of-memory error in the first epoch halves the batch; any other one
@@ -351,12 +351,12 @@ bool Trainer::train_step(int64_t i) {
   std::optional<data::Batch> batch;
   enter(static_cast<int>(RunStage::loader));
   {
-    auto s = r.prof->stage("dataloader");
+    auto s = r.prof->stage(instrument::StepStage::dataloader);
     if (r.synthetic_batch) {
       batch = *r.synthetic_batch;  // synthetic_data=true: pre-made tensors, the pipeline costs nothing
     } else {
       batch = r.train_loader->next();
-      test_delay(r, "dataloader");
+      test_delay(r, instrument::StepStage::dataloader);
       if (cfg_.synthetic_data && batch) r.synthetic_batch = batch;
     }
   }
@@ -368,7 +368,7 @@ bool Trainer::train_step(int64_t i) {
   }
   torch::Tensor imgs;
   {
-    auto s = r.prof->stage("h2d");
+    auto s = r.prof->stage(instrument::StepStage::h2d);
     imgs = to_input(batch->images, r.device);
     if (cfg_.multi_scale > 0) {  // one random size per batch, as Ultralytics' preprocess_batch (boxes are normalized)
       data::Rng rng = data::Rng::for_sample(static_cast<uint64_t>(cfg_.seed) ^ 0x6D756C7469ull, epoch, i);
@@ -382,12 +382,12 @@ bool Trainer::train_step(int64_t i) {
   try {
     std::vector<torch::Tensor> feats;
     {
-      auto s = r.prof->stage("forward");
+      auto s = r.prof->stage(instrument::StepStage::forward);
       compat::AutocastGuard ac(r.device.type(), r.amp.autocast, r.amp.dtype);
       feats = r.net->forward_feats(imgs);
     }
     {
-      auto s = r.prof->stage("loss");
+      auto s = r.prof->stage(instrument::StepStage::loss);
       out = (*r.criterion)(feats, batch->batch_idx, batch->cls, batch->bboxes);
       if (r.hooks.on_loss) out.total = r.hooks.on_loss(epoch, i, out.total);
       const auto& nan_test = test_nan();
@@ -398,10 +398,10 @@ bool Trainer::train_step(int64_t i) {
       r.ep.bad_since_step.logical_or_(torch::isfinite(out.total).logical_not());
     }
     {
-      auto s = r.prof->stage("backward");
+      auto s = r.prof->stage(instrument::StepStage::backward);
       if (r.reducer && r.sched->will_step(ni)) r.reducer->arm();  // DDP: this backward ends the accumulation cycle
       r.scaler.scale(out.total).backward();  // float16: loss × scale keeps small gradients representable
-      test_delay(r, "backward");
+      test_delay(r, instrument::StepStage::backward);
     }
   } catch (const c10::OutOfMemoryError& e) {
     // What the CUDA caching allocator throws. As the reference: in the first epoch of a single process the batch is
@@ -417,7 +417,7 @@ bool Trainer::train_step(int64_t i) {
   r.ep.last_items = out.items;
   if (r.sched->should_step(ni)) {
     if (optimizer_step()) {
-      auto s = r.prof->stage("ema");
+      auto s = r.prof->stage(instrument::StepStage::ema);
       r.ema->update(model::state_dict(*r.net));
     }
     if (r.nan_streak >= 5) {  // persistent: the epoch starts over from its good state (Trainer::prepare_restart)
@@ -449,7 +449,7 @@ bool Trainer::optimizer_step() {
     // else SUM the accumulated gradients. Each rank's loss is its batch mean × its batch b (Ultralytics'
     // loss.sum() × batch), so Σ_ranks b·∇mean_r = B·mean_r ∇mean_r: the update of one process on the
     // global batch B = b·world (what Ultralytics gets from loss × world + DDP's mean).
-    auto s = r.prof->stage("allreduce");
+    auto s = r.prof->stage(instrument::StepStage::allreduce);
     // With ddp_overlap the buckets started during backward: this waits for what backward did not hide (the
     // exposed communication). A non-finite loss on any rank then skips the step on all of them.
     if (r.reducer) r.reducer->finish(/*average=*/false);
@@ -461,7 +461,7 @@ bool Trainer::optimizer_step() {
     // here once per optimizer step), so the EMA, which averages buffers too, stays identical on every rank.
     r.pg->broadcast_buffers(*r.net, 0);
   }
-  auto s = r.prof->stage("optimizer");
+  auto s = r.prof->stage(instrument::StepStage::optimizer);
   bool stepped = false;
   if (r.ep.bad_since_step.item<bool>()) {
     ++r.nan_streak;
@@ -501,7 +501,7 @@ void Trainer::validate_and_save() {
   const bool validated = (cfg_.val || final_epoch) && r.main_rank;
   if (validated) {
     enter(static_cast<int>(RunStage::validation));
-    auto s = r.prof->stage("val");
+    auto s = r.prof->stage(instrument::StepStage::val);
     const auto tv = Clock::now();
     r.fire(Event::on_val_start);
     // A fresh inference copy of the EMA weights: BN folded into the convs, channels_last.
@@ -522,7 +522,7 @@ void Trainer::validate_and_save() {
   const double fitness = vr.metrics.fitness;
   EpochResult row;
   {
-    auto s = r.prof->stage("log");
+    auto s = r.prof->stage(instrument::StepStage::log);
     // The epoch's freed memory back to the kernel before the epoch's memory reading (instrument/sampler.h).
     const double released = instrument::release_free_heap();
     spdlog::debug("epoch {}: {:.0f} MiB of free heap returned to the system", epoch + 1, released);
@@ -551,7 +551,7 @@ void Trainer::validate_and_save() {
     });
   }
   {
-    auto s = r.prof->stage("checkpoint");
+    auto s = r.prof->stage(instrument::StepStage::checkpoint);
     const bool is_best = fitness > r.best_fitness;
     if (is_best) r.best_fitness = fitness;
     enter(static_cast<int>(RunStage::checkpoint));

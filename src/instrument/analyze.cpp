@@ -439,11 +439,11 @@ AnalyzeResult analyze_run(const std::string& path) {
     // The worst data-wait window is often the story (cache warm-up, close_mosaic, disk hiccups).
     size_t worst = 0;
     for (size_t i = 1; i < n; ++i) {
-      if (r.windows[i].share("dataloader") > r.windows[worst].share("dataloader")) worst = i;
+      if (r.windows[i].share(StepStage::dataloader) > r.windows[worst].share(StepStage::dataloader)) worst = i;
     }
     const auto& w = r.windows[worst];
-    rep += fmt::format("worst data wait: {:.0f}% of step in window {}{}\n", 100.0 * w.share("dataloader"), worst,
-                       w.first_step >= 0 ? fmt::format(" (steps {}-{})", w.first_step, w.last_step) : "");
+    rep += fmt::format("worst data wait: {:.0f}% of step in window {}{}\n", 100.0 * w.share(StepStage::dataloader),
+                       worst, w.first_step >= 0 ? fmt::format(" (steps {}-{})", w.first_step, w.last_step) : "");
   }
   rep += fmt::format("context: workers={} batch={} imgsz={} cache={} amp={} cores={}{} device={} ({})\n",
                      r.context.workers, r.context.batch, r.context.imgsz, r.context.cache,

@@ -106,8 +106,9 @@ std::string compute_advice(const Diagnosis& d, const AdviceContext& c, const Dia
 std::string optimizer_advice(const Diagnosis& d, const WindowSummary& w, const AdviceContext& c) {
   std::vector<std::string> changes;
   if (c.sync) changes.push_back("sync=True → sync=False (a device sync per stage inflates these stages)");
-  if (w.share("h2d") >= 0.10) changes.push_back("pinned, non_blocking host→device copies (h2d " +
-                                                fmt::format("{:.0f}%", 100.0 * w.share("h2d")) + ")");
+  if (w.share(StepStage::h2d) >= 0.10)
+    changes.push_back("pinned, non_blocking host→device copies (h2d " +
+                      fmt::format("{:.0f}%", 100.0 * w.share(StepStage::h2d)) + ")");
   changes.push_back(fmt::format("batch={} → {} (amortises the per-step optimizer/EMA cost over more images)", c.batch,
                                 2 * c.batch));
   return "try " + join(changes, ", ");
@@ -193,10 +194,10 @@ Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const Diagn
     return d;
   }
   d.gpu_util = w.gpu_util;
-  d.data_share = w.share("dataloader");
-  if (const StageSummary* dl = w.find("dataloader")) d.data_tail = dl->p95 / std::max(dl->p50, kTailFloorS);
-  d.compute_share = w.share("forward") + w.share("loss") + w.share("backward");
-  d.optimizer_share = w.share("h2d") + w.share("optimizer") + w.share("ema");
+  d.data_share = w.share(StepStage::dataloader);
+  if (const StageSummary* dl = w.find(StepStage::dataloader)) d.data_tail = dl->p95 / std::max(dl->p50, kTailFloorS);
+  d.compute_share = w.compute_share();
+  d.optimizer_share = w.share(StepStage::h2d) + w.share(StepStage::optimizer) + w.share(StepStage::ema);
 
   std::string gpu = d.gpu_util >= 0 ? fmt::format(", GPU {:.0f}%", d.gpu_util) : std::string();
   if (d.data_share >= t.data_share || (d.data_share >= t.data_tail_share && d.data_tail >= t.data_tail)) {

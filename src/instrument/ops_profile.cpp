@@ -170,8 +170,8 @@ void OpsProfiler::stop() {
     }
   }
   std::vector<std::string> names(kStepStages.begin(), kStepStages.end());
-  static const std::string kOther[] = {"allreduce", "val", "checkpoint", "log"};
-  names.insert(names.end(), std::begin(kOther), std::end(kOther));
+  names.emplace_back(stage_name(StepStage::allreduce));
+  names.insert(names.end(), kEpochStages.begin(), kEpochStages.end());
   for (const auto& [n, s] : impl_->timers)
     if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
   OpsReport r = aggregate_ops(ev, names, o_.shapes);

@@ -330,7 +330,8 @@ Profiler::Profiler(ProfilerOptions opts) : impl_(std::make_unique<Impl>()) {
   for (const char* n : kStepStages) m.index_of(n);
   for (const char* n : kEpochStages) m.per_epoch[static_cast<size_t>(m.index_of(n))] = 1;
   for (size_t i = 0; i < m.names.size(); ++i) {
-    m.gpu_timed[i] = m.cuda_timing && !m.per_epoch[i] && std::strcmp(m.names[i], "dataloader") != 0;
+    m.gpu_timed[i] =
+        m.cuda_timing && !m.per_epoch[i] && std::strcmp(m.names[i], stage_name(StepStage::dataloader)) != 0;
   }
   m.epoch_acc.reset(m.names.size());
   m.run_acc.reset(m.names.size());

@@ -21,6 +21,12 @@ double WindowSummary::share(const std::string& name) const {
   return s != nullptr ? s->share : 0.0;
 }
 
+double WindowSummary::compute_share() const {
+  double sum = 0;
+  for (StepStage st : kComputeStages) sum += share(st);
+  return sum;
+}
+
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
@@ -58,8 +64,8 @@ void WindowSummary::set_compute_expected(double expected_s) {
   compute_expected_s = expected_s;
   double total = 0;
   int64_t count = 0;
-  for (const char* n : {"forward", "loss", "backward"})
-    if (const StageSummary* s = find(n)) total += s->total, count = std::max(count, s->count);
+  for (StepStage st : kComputeStages)
+    if (const StageSummary* s = find(st)) total += s->total, count = std::max(count, s->count);
   if (total > 0 && count > 0) compute_speed = expected_s / (total / static_cast<double>(count));
 }
 
@@ -71,7 +77,7 @@ std::string format_window_line(const WindowSummary& w) {
     line += fmt::format("{}: {}s ({:.0f}%), ", s.name, secs(s.total / steps), 100.0 * s.share);
   }
   line += fmt::format("step: {}s, {:.1f} img/s, data-wait {:.0f}%, GPU {}", secs(w.step.mean), w.images_per_s,
-                      100.0 * w.share("dataloader"), pct(w.gpu_util));
+                      100.0 * w.share(StepStage::dataloader), pct(w.gpu_util));
   if (w.cpu_percent >= 0) line += fmt::format(", CPU {:.0f}%", w.cpu_percent);
   if (w.mfu >= 0) line += fmt::format(", MFU {:.1f}% ({:.3g} TFLOP/s)", 100.0 * w.mfu, w.tflops);
   if (w.sm_active >= 0) line += fmt::format(", SM active {:.0f}%", w.sm_active);

@@ -42,7 +42,7 @@ std::vector<WhatIf> what_if(const WindowSummary& w, int workers, const CpuShare&
   const double T = w.step.mean;
   // Mean per step (stages that run on some steps only, e.g. optimizer under accumulation, count per step).
   auto per_step = [&](const StageSummary& s) { return s.total / static_cast<double>(w.steps); };
-  const StageSummary* dl = w.find("dataloader");
+  const StageSummary* dl = w.find(StepStage::dataloader);
   const double D = dl != nullptr ? per_step(*dl) : 0.0;
   const double C = std::max(0.0, T - D);
   const double P = D > 0.02 * T ? T : 0.0;  // loader period: seen only through the trainer's waits
@@ -52,7 +52,7 @@ std::vector<WhatIf> what_if(const WindowSummary& w, int workers, const CpuShare&
     WhatIf x;
     x.stage = name;
     x.stage_s = per_step(*s);
-    if (x.stage == "dataloader") {
+    if (x.stage == stage_name(StepStage::dataloader)) {
       x.contention_s = loader_contention(w, workers, cpu, C);
       x.step_s = C - x.contention_s;
     } else if (workers == 0) {

@@ -157,6 +157,6 @@ void report_run(Run& run);
 
 /// Test hook (never set in production): YOLO11_TEST_DELAY="stage:rank:ms[,stage:rank:ms...]" makes `stage` (a
 /// step stage name) on rank `rank` sleep `ms` milliseconds inside its timed range, so tests can make a straggler.
-void test_delay(const Run& run, const char* stage);
+void test_delay(const Run& run, instrument::StepStage stage);
 
 }  // namespace yolo11::engine

@@ -8,14 +8,14 @@
 //   prof.begin_epoch(epoch);                          // NVTX range "epoch N"
 //   for (...) {
 //     prof.begin_step(step);                          // NVTX range "step N" (step = global step index)
-//     { auto s = prof.stage("dataloader"); batch = loader.next(); }
-//     { auto s = prof.stage("h2d"); ... }  // forward, loss, backward, optimizer, ema
+//     { auto s = prof.stage(StepStage::dataloader); batch = loader.next(); }
+//     { auto s = prof.stage(StepStage::h2d); ... }    // forward, loss, backward, optimizer, ema
 //     prof.end_step(batch.size());                    // every log_every steps: spdlog::info(window line)
 //   }
 //   spdlog::info("\n{}", prof.end_epoch());           // table; rows also appended to breakdown.csv
 //   prof.finish();                                    // summary.json, trace.json; stops the sampler
 //
-// Stage names (shared by NVTX, timers, trace, logs): see kStepStages / kEpochStages / kLoaderStages.
+// Stage names (shared by NVTX, timers, trace, logs): the vocabulary in stages.h.
 // Threading: begin_*/end_*/stage/finish are called from the trainer thread only; set_queue_depth and
 // ScopedRange (range.h) from any thread.
 #include <array>
@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "yolo11/instrument/diagnosis.h"
+#include "yolo11/instrument/stages.h"
 #include "yolo11/instrument/stats.h"
 #include "yolo11/instrument/straggler.h"
 
@@ -38,14 +39,6 @@ enum class Level { off, basic, full };
 /// "off" | "basic" | "full" (also "false"/"true"/"0"/"1"); throws std::runtime_error naming the accepted values.
 Level parse_level(const std::string& s);
 const char* to_string(Level level);
-
-/// Stages timed inside a step, in log/table order.
-inline constexpr std::array<const char*, 7> kStepStages = {"dataloader", "h2d",       "forward", "loss",
-                                                           "backward",   "optimizer", "ema"};
-/// Stages outside the step loop (per epoch).
-inline constexpr std::array<const char*, 3> kEpochStages = {"val", "checkpoint", "log"};
-/// Ranges opened by loader worker threads through ScopedRange.
-inline constexpr std::array<const char*, 4> kLoaderStages = {"load", "mosaic", "augment", "collate"};
 
 struct ProfilerOptions {
   Level level = Level::basic;
@@ -151,8 +144,10 @@ class Profiler {
 
   void begin_epoch(int64_t epoch);  ///< opens NVTX range "epoch N" (closed by end_epoch)
   void begin_step(int64_t step);    ///< opens NVTX push range "step N" (closed by end_step)
-  /// Starts a named stage; `name` must be a string literal (or outlive the profiler). Unknown names are
-  /// accepted and reported after the known ones. Call from the trainer thread.
+  /// Starts stage `s` of the vocabulary (stages.h). Call from the trainer thread.
+  [[nodiscard]] Stage stage(StepStage s) { return stage(stage_name(s)); }
+  /// Starts a stage by name: one of the vocabulary's, or another (a tool's own stage, e.g. "export"), reported
+  /// after the known ones. `name` must be a string literal (or outlive the profiler).
   [[nodiscard]] Stage stage(const char* name);
   /// Closes the step: `images` = images in this step's batch. Every log_every steps, closes the window:
   /// logs the window line via spdlog::info, appends breakdown.csv rows, runs the window diagnosis.

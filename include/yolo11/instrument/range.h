@@ -1,10 +1,11 @@
 #pragma once
 // The one way code marks a stage: an RAII range that is an NVTX range (domain "yolo11") and, while a trace is
 // recording, a Chrome-trace event on the calling thread. Costs a branch when instrumentation is off.
-// Stage names are shared by NVTX, timers, trace and logs: dataloader, h2d, forward, loss, backward,
-// optimizer, ema, val, checkpoint, log; loader threads: load, mosaic, augment, collate.
+// Stage names are shared by NVTX, timers, trace and logs: the vocabulary in stages.h (loader threads use
+// LoaderStage).
 // Safe from any thread. ScopedRange is not a timer for the step breakdown: the trainer's stages go through
 // Profiler::stage (profiler.h), which adds timing; loader threads use ScopedRange directly.
+#include "yolo11/instrument/stages.h"
 
 namespace yolo11::instrument {
 
@@ -12,6 +13,7 @@ class ScopedRange {
  public:
   /// `name` must outlive the range (use string literals or strings owned by the caller).
   explicit ScopedRange(const char* name);
+  explicit ScopedRange(LoaderStage s) : ScopedRange(stage_name(s)) {}
   ~ScopedRange();
   ScopedRange(const ScopedRange&) = delete;
   ScopedRange& operator=(const ScopedRange&) = delete;

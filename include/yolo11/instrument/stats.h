@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "yolo11/instrument/contention.h"
+#include "yolo11/instrument/stages.h"
 
 namespace yolo11::instrument {
 
@@ -51,6 +52,10 @@ struct WindowSummary {
   const StageSummary* find(const std::string& name) const;
   /// Share of step time of that stage (0 when absent).
   double share(const std::string& name) const;
+  const StageSummary* find(StepStage s) const { return find(std::string(stage_name(s))); }
+  double share(StepStage s) const { return share(std::string(stage_name(s))); }
+  /// Share of step time of forward + loss + backward (kComputeStages).
+  double compute_share() const;
   /// Sets compute_expected_s and compute_speed from forward + loss + backward per step (no-op when expected ≤ 0).
   void set_compute_expected(double expected_s);
 };

@@ -15,8 +15,13 @@ namespace yolo11::instrument {
 
 /// Columns of one rank's row: mean seconds per step over the window (a stage that ran on some steps only, e.g.
 /// allreduce under gradient accumulation, is averaged over all the window's steps).
-inline constexpr std::array<const char*, 7> kRankFields = {"dataloader", "h2d",       "forward", "loss",
-                                                           "backward",   "allreduce", "step"};
+inline constexpr std::array<const char*, 7> kRankFields = {stage_name(StepStage::dataloader),
+                                                           stage_name(StepStage::h2d),
+                                                           stage_name(StepStage::forward),
+                                                           stage_name(StepStage::loss),
+                                                           stage_name(StepStage::backward),
+                                                           stage_name(StepStage::allreduce),
+                                                           "step"};
 using RankRow = std::array<double, kRankFields.size()>;
 
 /// Row of this process for window `w` (WindowSummary stage totals / steps; 0 for a stage that did not run).
