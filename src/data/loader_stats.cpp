@@ -125,12 +125,12 @@ LoaderReport LoaderRecorder::take() {
     rep.busy_s += static_cast<double>(b) * 1e-9;
   }
   for (size_t k = 0; k < kParts; ++k) {
-    LoaderPartSummary s;
+    instrument::LoaderPartStats s;
     s.name = kLoaderParts[k];
     s.count = impl_->calls[k];
     s.total_s = static_cast<double>(impl_->ns[k]) * 1e-9;
-    s.p50_ms = percentile(impl_->ms[k], 0.5);
-    s.p95_ms = percentile(impl_->ms[k], 0.95);
+    s.p50_s = percentile(impl_->ms[k], 0.5) / 1e3;
+    s.p95_s = percentile(impl_->ms[k], 0.95) / 1e3;
     s.share = rep.busy_s > 0 ? s.total_s / rep.busy_s : 0;
     rep.parts.push_back(s);
     impl_->ms[k].clear();
@@ -156,7 +156,7 @@ std::string LoaderReport::table() const {
   for (const auto& p : parts)
     if (p.count > 0)
       s += fmt::format("{:<12} {:>8} {:>9.3f}s {:>7.2f}ms {:>7.2f}ms {:>7.1f}%\n", p.name, p.count, p.total_s,
-                       p.p50_ms, p.p95_ms, p.share * 100);
+                       p.p50_s * 1e3, p.p95_s * 1e3, p.share * 100);
   std::string per_worker;
   for (size_t i = 0; i < worker_busy_s.size(); ++i)
     per_worker += fmt::format("{}{:.0f}%", i ? " " : "", wall_s > 0 ? worker_busy_s[i] / wall_s * 100 : 0.0);

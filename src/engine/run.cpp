@@ -23,6 +23,7 @@
 #include "yolo11/dist/sync_bn.h"
 #include "yolo11/engine/fp_env.h"
 #include "yolo11/engine/inference.h"
+#include "yolo11/instrument/sampler.h"
 #include "yolo11/io/pt_checkpoint.h"
 #include "yolo11/io/run_dir.h"
 #include "yolo11/model/weights.h"
@@ -134,6 +135,7 @@ void setup_data(Run& r) {
   r.nc = cfg.single_cls ? 1 : r.info.nc;
   r.names = cfg.single_cls ? std::vector<std::string>{"item"} : r.info.names;
   r.train_loader = make_train_loader(r.info, cfg, r.device, r.denv.rank, r.denv.world);
+  r.loader_read_bytes = instrument::process_read_bytes();  // the first epoch's disk read rate counts from here
   if (r.main_rank) r.val_loader = make_val_loader(r.info, r.info.val, cfg, cfg.batch * 2, "val");  // rank 0 validates
   if (cfg.plots && r.main_rank) plot::plot_labels(r.train_loader->dataset(), r.run_dir + "/labels.jpg");
   r.nb = r.train_loader->num_batches();
@@ -248,16 +250,16 @@ void setup_instrumentation(Run& r) {
   po.cuda_device = r.plan.cuda_index();  // events, sync, NVML and allocator stats of this rank's device
   po.run_dir = r.run_dir;
   po.rank = r.denv.rank;
-  po.workers = static_cast<int>(cfg.workers);
-  po.batch = cfg.batch;
-  po.imgsz = cfg.imgsz;
-  po.cache = cfg.cache;
-  po.amp = r.amp.autocast;
-  po.cores = r.cores;
-  po.cpu_affinity = r.cpus.affinity;
-  if (r.cpus.quota) po.cpu_quota = r.cpus.quota->cores, po.cpu_quota_file = r.cpus.quota->file;
-  po.threads = r.threads;
-  po.device = r.device.str();
+  po.setting.workers = static_cast<int>(cfg.workers);
+  po.setting.batch = cfg.batch;
+  po.setting.imgsz = cfg.imgsz;
+  po.setting.cache = cfg.cache;
+  po.setting.amp = r.amp.autocast;
+  po.setting.cores = r.cores;
+  po.setting.affinity_cores = r.cpus.affinity;
+  if (r.cpus.quota) po.setting.quota_cores = r.cpus.quota->cores, po.setting.quota_file = r.cpus.quota->file;
+  po.setting.threads = r.threads;
+  po.setting.device = r.device.str();
   // The speed this setting's compute reaches here (engine/calibration.h), before the loader starts: a single process
   // (DDP ranks would time each other's contention), not with instrument=off.
   if (po.level != instrument::Level::off && !r.pg->active() && cfg.calibrate) {
@@ -337,6 +339,7 @@ void rebuild_for_batch(Run& r) {
     r.train_loader = std::make_shared<data::Loader>(std::move(ds), aug, lo);
   }
   if (r.mosaic_closed) r.train_loader->close_mosaic();
+  r.loader_read_bytes = instrument::process_read_bytes();
   r.nb = r.train_loader->num_batches();
   if (r.prof && cfg.workers > 0) {  // the profiler reads the new workers' CPU time (setup_instrumentation)
     r.prof->set_loader_cpu_clock([loader = std::weak_ptr<data::Loader>(r.train_loader)] {

@@ -23,6 +23,8 @@
 #include <optional>
 #include <sstream>
 
+#include "run_reports.h"
+#include "test_hooks.h"
 #include "yolo11/core/compat.h"
 #include "yolo11/data/transforms.h"
 #include "yolo11/engine/inference.h"
@@ -356,7 +358,7 @@ bool Trainer::train_step(int64_t i) {
       batch = *r.synthetic_batch;  // synthetic_data=true: pre-made tensors, the pipeline costs nothing
     } else {
       batch = r.train_loader->next();
-      test_delay(r, instrument::StepStage::dataloader);
+      test_delay(r.denv.rank, instrument::StepStage::dataloader);
       if (cfg_.synthetic_data && batch) r.synthetic_batch = batch;
     }
   }
@@ -401,7 +403,7 @@ bool Trainer::train_step(int64_t i) {
       auto s = r.prof->stage(instrument::StepStage::backward);
       if (r.reducer && r.sched->will_step(ni)) r.reducer->arm();  // DDP: this backward ends the accumulation cycle
       r.scaler.scale(out.total).backward();  // float16: loss × scale keeps small gradients representable
-      test_delay(r, instrument::StepStage::backward);
+      test_delay(r.denv.rank, instrument::StepStage::backward);
     }
   } catch (const c10::OutOfMemoryError& e) {
     // What the CUDA caching allocator throws. As the reference: in the first epoch of a single process the batch is

@@ -45,7 +45,7 @@ const char* to_string(Level level) {
 
 namespace {
 // The dtype the CPU peak is measured in: what the step computes in (bfloat16 autocast under amp).
-const char* cpu_peak_dtype(const ProfilerOptions& o) { return o.amp ? "bfloat16" : "float32"; }
+const char* cpu_peak_dtype(const ProfilerOptions& o) { return o.setting.amp ? "bfloat16" : "float32"; }
 
 constexpr std::pair<int64_t, int64_t> kDefaultTraceSteps{5, 25};
 
@@ -258,7 +258,7 @@ void Profiler::Impl::close_epoch_range(int64_t end) {
 void Profiler::Impl::find_peak() {
   if (o.cuda) {
     const std::string gpu = sampler->gpu_name();
-    const char* dtype = o.amp ? "bf16" : "tf32";
+    const char* dtype = o.setting.amp ? "bf16" : "tf32";
     if (const auto p = gpu_peak_flops(gpu, dtype)) {
       o.peak_flops = *p;
       o.peak_source = fmt::format("table: {} dense {}", gpu, dtype);
@@ -309,17 +309,15 @@ Profiler::Profiler(ProfilerOptions opts) : impl_(std::make_unique<Impl>()) {
     }
   }
   if (o.level == Level::full && !o.trace_steps) o.trace_steps = kDefaultTraceSteps;
-  if (o.cores <= 0) {
+  AdviceContext& s = o.setting;
+  if (s.cores <= 0) {
     const core::CpuBudget b = core::usable_cores();
-    o.cores = b.usable;
-    if (o.cpu_affinity <= 0) o.cpu_affinity = b.affinity;
-    if (o.cpu_quota < 0 && b.quota) o.cpu_quota = b.quota->cores, o.cpu_quota_file = b.quota->file;
+    s.cores = b.usable;
+    if (s.affinity_cores <= 0) s.affinity_cores = b.affinity;
+    if (s.quota_cores < 0 && b.quota) s.quota_cores = b.quota->cores, s.quota_file = b.quota->file;
   }
-  m.ctx.workers = o.workers, m.ctx.batch = o.batch, m.ctx.imgsz = o.imgsz, m.ctx.cache = o.cache, m.ctx.amp = o.amp;
-  m.ctx.cores = o.cores, m.ctx.device = o.device, m.ctx.sync = o.sync, m.ctx.threads = o.threads;
-  m.ctx.affinity_cores = o.cpu_affinity;
-  m.ctx.quota_cores = o.cpu_quota;
-  m.ctx.quota_file = o.cpu_quota_file;
+  s.sync = o.sync;
+  m.ctx = s;
   m.ctx.cuda_built = compat::built_with_cuda();
   m.ctx.cuda_devices = m.ctx.cuda_built ? compat::cuda_device_count() : 0;
   m.cuda_timing = o.cuda && !o.sync && compat::cuda_available();

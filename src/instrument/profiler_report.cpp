@@ -120,21 +120,34 @@ void Profiler::Impl::write_summary(bool traced) {
   auto range = [](const std::optional<std::pair<int64_t, int64_t>>& r) {
     return r ? nlohmann::json({r->first, r->second}) : nlohmann::json(nullptr);
   };
-  nlohmann::json j = {
-      {"level", to_string(o.level)},
-      {"options",
-       {{"log_every", o.log_every}, {"warmup_steps", o.warmup_steps}, {"trace_steps", range(o.trace_steps)}, {"profile_steps", range(o.profile_steps)},
-        {"sync", o.sync}, {"cuda", o.cuda}, {"cuda_events", cuda_timing}, {"sample_hz", o.sample_hz},
-        {"workers", o.workers}, {"batch", o.batch}, {"imgsz", o.imgsz}, {"cache", o.cache}, {"amp", o.amp},
-        {"cores", o.cores}, {"threads", o.threads}, {"device", o.device}, {"cpu_affinity", o.cpu_affinity},
-        {"cpu_quota", o.cpu_quota >= 0 ? nlohmann::json(o.cpu_quota) : nlohmann::json(nullptr)},
-        {"cpu_quota_file", o.cpu_quota_file}}},
-      {"nvml", sampler->has_nvml()},
-      {"gpu_name", sampler->gpu_name()},
-      {"wall_s", static_cast<double>(run_acc.t1_ns - t_start) * 1e-9},
-      {"run", to_json(run, &d)},
-      {"epochs", epochs_json},
-      {"diagnosis", d.to_string()}};
+  const AdviceContext& s = o.setting;
+  nlohmann::json j = {{"level", to_string(o.level)},
+                      {"options",
+                       {{"log_every", o.log_every},
+                        {"warmup_steps", o.warmup_steps},
+                        {"trace_steps", range(o.trace_steps)},
+                        {"profile_steps", range(o.profile_steps)},
+                        {"sync", o.sync},
+                        {"cuda", o.cuda},
+                        {"cuda_events", cuda_timing},
+                        {"sample_hz", o.sample_hz},
+                        {"workers", s.workers},
+                        {"batch", s.batch},
+                        {"imgsz", s.imgsz},
+                        {"cache", s.cache},
+                        {"amp", s.amp},
+                        {"cores", s.cores},
+                        {"threads", s.threads},
+                        {"device", s.device},
+                        {"cpu_affinity", s.affinity_cores},
+                        {"cpu_quota", s.quota_cores >= 0 ? nlohmann::json(s.quota_cores) : nlohmann::json(nullptr)},
+                        {"cpu_quota_file", s.quota_file}}},
+                      {"nvml", sampler->has_nvml()},
+                      {"gpu_name", sampler->gpu_name()},
+                      {"wall_s", static_cast<double>(run_acc.t1_ns - t_start) * 1e-9},
+                      {"run", to_json(run, &d)},
+                      {"epochs", epochs_json},
+                      {"diagnosis", d.to_string()}};
   if (o.train_flops_per_image > 0) {
     j["mfu"] = {{"train_flops_per_image", o.train_flops_per_image},
                 {"peak_flops", o.peak_flops > 0 ? nlohmann::json(o.peak_flops) : nlohmann::json(nullptr)},
@@ -199,7 +212,7 @@ void Profiler::Impl::write_summary(bool traced) {
     meta.rank = o.rank;
     meta.world_size = o.world_size;
     meta.backend = o.dist_backend;
-    meta.device = o.device + (sampler->gpu_name().empty() ? "" : " " + sampler->gpu_name());
+    meta.device = o.setting.device + (sampler->gpu_name().empty() ? "" : " " + sampler->gpu_name());
     trace::write(trace_path, nlohmann::json({{"yolo11", {{"trace_steps", range(o.trace_steps)}}}}).dump(), meta);
     j["trace"] = trace_path;
     spdlog::info("instrument: wrote {} ({}; open it in ui.perfetto.dev or chrome://tracing)", trace_path,
@@ -243,8 +256,7 @@ void Profiler::record_ranks(const RankReport& r) {
   }
 }
 
-void Profiler::record_loader(int64_t epoch, const std::vector<LoaderPartRow>& parts, double busy_s,
-                             const std::string& note) {
+void Profiler::record_loader(int64_t epoch, const std::vector<LoaderPartStats>& parts, const std::string& note) {
   if (!enabled_ || impl_->o.run_dir.empty()) return;
   std::string n = note;
   std::replace(n.begin(), n.end(), '"', '\'');
@@ -255,7 +267,6 @@ void Profiler::record_loader(int64_t epoch, const std::vector<LoaderPartRow>& pa
                                      epoch, p.name, p.count, mean, p.p50_s, p.p95_s, p.p95_s, p.share,
                                      p.name == "other" ? n : "", impl_->o.rank);
   }
-  (void)busy_s;
   impl_->flush_csv();
 }
 

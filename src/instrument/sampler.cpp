@@ -43,6 +43,15 @@ double process_cpu_seconds() {
   return (std::stod(tok[11]) + std::stod(tok[12])) / ticks;
 }
 
+int64_t process_read_bytes() {
+  std::ifstream in("/proc/self/io");
+  std::string key;
+  int64_t v = 0;
+  while (in >> key >> v)
+    if (key == "read_bytes:") return v;
+  return -1;
+}
+
 double process_rss_mb() {
   std::ifstream f("/proc/self/statm");
   long long size = 0, resident = 0;

@@ -292,7 +292,7 @@ TEST(Loader, PerTransformTimesAddUpToTheWorkersBusyTime) {
     auto part = [](const LoaderReport& r, const std::string& n) {
       for (const auto& p : r.parts)
         if (p.name == n) return p;
-      return LoaderPartSummary{};
+      return yolo11::instrument::LoaderPartStats{};
     };
     EXPECT_GT(part(r0, "decode").count, 0);
     (void)run_epoch(l, 1);

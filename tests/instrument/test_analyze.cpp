@@ -26,10 +26,10 @@ std::string make_run(const std::string& name) {
   o.log_every = 4;
   o.log_lines = false;
   o.run_dir = dir;
-  o.workers = 2;
-  o.cores = 16;
-  o.cache = "False";
-  o.device = "0";
+  o.setting.workers = 2;
+  o.setting.cores = 16;
+  o.setting.cache = "False";
+  o.setting.device = "0";
   std::string log;
   Profiler p(o);
   p.begin_epoch(0);

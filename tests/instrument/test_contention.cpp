@@ -267,9 +267,9 @@ std::pair<WindowSummary, instrument::Diagnosis> spin_run(const std::string& name
   o.log_every = steps;
   o.log_lines = false;
   o.run_dir = test::scratch_dir(name);
-  o.device = "cpu";
-  o.threads = threads;
-  o.workers = 0;
+  o.setting.device = "cpu";
+  o.setting.threads = threads;
+  o.setting.workers = 0;
   o.sample_hz = 20;
   {
     instrument::Profiler p(o);

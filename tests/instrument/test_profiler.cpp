@@ -24,10 +24,10 @@ ProfilerOptions quiet(const std::string& dir, Level level = Level::basic, int64_
   o.log_every = log_every;
   o.log_lines = false;
   o.run_dir = dir;
-  o.workers = 2;
-  o.cores = 16;
-  o.cache = "False";
-  o.device = "cpu";
+  o.setting.workers = 2;
+  o.setting.cores = 16;
+  o.setting.cache = "False";
+  o.setting.device = "cpu";
   return o;
 }
 

@@ -158,7 +158,7 @@ TEST(WhatIf, ProfilerRecordsTheLoaderCpuClockPerWindowAndInsideTheDataloaderStag
     o.log_every = 2;
     o.log_lines = false;
     o.run_dir = dir.string();
-    o.workers = 1, o.cores = 2, o.threads = 2, o.device = "cpu";
+    o.setting.workers = 1, o.setting.cores = 2, o.setting.threads = 2, o.setting.device = "cpu";
     Profiler p(o);
     p.set_loader_cpu_clock([&] { return clock.load(); });
     p.begin_epoch(0);
@@ -190,7 +190,7 @@ TEST(WhatIf, ProfilerRecordsTheLoaderCpuClockPerWindowAndInsideTheDataloaderStag
     EXPECT_NEAR(p.last_window().loader_cpu_s, 0.0, 1e-9);
     (void)p.end_epoch();
     // The other kinds of breakdown.csv row carry the new columns too (empty).
-    p.record_loader(1, {LoaderPartRow{"decode", 4, 0.1, 0.02, 0.03, 0.5}}, 0.2, "");
+    p.record_loader(1, {LoaderPartStats{"decode", 4, 0.1, 0.02, 0.03, 0.5}}, "");
     p.record_ranks(analyze_ranks({rank_row(p.last_window()), rank_row(p.last_window())}));
     p.finish();
   }

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "yolo11/instrument/stats.h"
+
 namespace yolo11::data {
 
 enum class LoaderPart : int { decode, cache, mosaic, perspective, hsv, flip, letterbox, collate, other };
@@ -32,16 +34,8 @@ class ScopedPart {
   bool on_ = false;
 };
 
-struct LoaderPartSummary {
-  std::string name;
-  int64_t count = 0;              ///< calls (for "other": batches)
-  double total_s = 0;             ///< summed over workers
-  double p50_ms = 0, p95_ms = 0;  ///< per call
-  double share = 0;               ///< total_s / busy_s
-};
-
 struct LoaderReport {
-  std::vector<LoaderPartSummary> parts;  ///< kLoaderParts order
+  std::vector<instrument::LoaderPartStats> parts;  ///< kLoaderParts order; what Profiler::record_loader writes
   double busy_s = 0;                     ///< Σ over workers of the time spent building batches
   std::vector<double> worker_busy_s;     ///< per worker (the synchronous loader counts as worker 0)
   double wall_s = 0;                     ///< since the previous take()

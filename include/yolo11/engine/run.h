@@ -91,6 +91,7 @@ struct Run {
   GradScaler scaler{GradScalerOptions{65536.0, 2.0, 0.5, 2000, /*enabled=*/false}};
   std::unique_ptr<instrument::Profiler> prof;
   std::string loader_table;  ///< the latest epoch's loader-part table (report_loader), for the run summary
+  int64_t loader_read_bytes = -1;  ///< /proc/self/io read_bytes when the loader's statistics last started over
   /// The epoch's loader statistics, taken when its last batch was consumed (before the next epoch's batches are
   /// built during validation, which would otherwise count in this epoch); report_loader logs them.
   std::optional<data::LoaderReport> loader_report;
@@ -139,24 +140,5 @@ std::unique_ptr<Run> build_run(config::TrainConfig& cfg, const Callbacks& callba
 /// RNG, scheduler and results; sets start_epoch and best_fitness. Returns the saved loss-scaler state (applied once
 /// the AMP policy is known). Throws std::runtime_error when no usable checkpoint exists or epochs are already done.
 NamedTensors resume(Run& run);
-
-/// DDP, after Profiler::end_step on every rank: when that step closed a window, gathers every rank's stage times
-/// per step (one all-reduce of a world × kRankFields double matrix; every rank closes the same windows) and, on rank 0, logs
-/// the straggler report and records it (breakdown.csv kind "rank", summary.json "ranks"; instrument/straggler.h).
-void report_ranks(Run& run);
-
-/// After each epoch's table: the train loader's per-transform times of the epoch (Run::loader_report, else
-/// Loader::take_stats now; every rank) and, on rank 0, logs them to train.log with the disk read rate (/proc/self/io), keeps them as Run::loader_table and
-/// records them (breakdown.csv kind "loader").
-void report_loader(Run& run);
-
-/// The end of a run, on the console and in train.log (rank 0, instrument on): the stage table of every step
-/// measured outside the warm-up and the latest epoch's loader-part table; the run diagnosis follows
-/// (Profiler::finish). The per-epoch tables are in train.log only.
-void report_run(Run& run);
-
-/// Test hook (never set in production): YOLO11_TEST_DELAY="stage:rank:ms[,stage:rank:ms...]" makes `stage` (a
-/// step stage name) on rank `rank` sleep `ms` milliseconds inside its timed range, so tests can make a straggler.
-void test_delay(const Run& run, instrument::StepStage stage);
 
 }  // namespace yolo11::engine

@@ -82,21 +82,18 @@ struct ProfilerOptions {
   /// Log each window line through spdlog::info. Set false when the trainer prints take_window_line() itself
   /// (diagnosis changes and the final diagnosis are logged either way).
   bool log_lines = true;
-  // Context for advice (the run's current settings, quoted back in advice text):
-  int workers = 8;
-  int64_t batch = 16;
-  int64_t imgsz = 640;
-  std::string cache = "False";  ///< "False" | "ram" | "disk"
-  bool amp = true;
-  int cores = 0;             ///< usable cores; 0 → core::usable_cores() (affinity and cgroup quota, core/cpus.h)
-  int cpu_affinity = 0;      ///< cores the affinity mask allows; 0 → from core::usable_cores() when cores is 0
-  double cpu_quota = -1;     ///< cgroup CPU quota in cores, −1 = none (core/cpus.h)
-  std::string cpu_quota_file;  ///< the file that sets cpu_quota
+  /// The run's settings (workers, batch, imgsz, cache, amp, cores, threads, device; diagnosis.h), quoted back in
+  /// advice and written to summary.json "setting". `setting.cores` ≤ 0 → found at construction with
+  /// core::usable_cores() (affinity and cgroup quota, core/cpus.h), which fills affinity_cores and quota_* too;
+  /// `setting.sync`, `cuda_built` and `cuda_devices` are set at construction from `sync` and this build.
+  AdviceContext setting = [] {
+    AdviceContext c;
+    c.cores = 0;  // found at construction unless the run says
+    return c;
+  }();
   /// forward + loss + backward per step of this setting's isolated calibration (engine/calibration.h), s; 0 = none.
   /// Every window then carries compute_speed, and the diagnosis calls compute far below it "compute slowed".
   double compute_expected_s = 0;
-  int threads = 0;           ///< intra-op threads of the compute (at::get_num_threads()); 0 = unknown
-  std::string device = "cpu";
   DiagnosisThresholds thresholds;
 };
 
@@ -124,13 +121,6 @@ class Stage {
   int index_ = -1;         // stage index inside the profiler
   int64_t start_ns_ = 0;   // steady clock
   int event_slot_ = -1;    // CUDA event pair, −1 without CUDA timing
-};
-
-/// One loader part for record_loader (no dependency on the data library).
-struct LoaderPartRow {
-  std::string name;
-  int64_t count = 0;
-  double total_s = 0, p50_s = 0, p95_s = 0, share = 0;
 };
 
 class Profiler {
@@ -177,7 +167,7 @@ class Profiler {
   /// Rank 0, each epoch: the loader workers' per-transform times (data/loader_stats.h), as breakdown.csv rows of
   /// kind "loader" (stage = part, count, mean_s = total / count, p50_s, p95_s, share of the workers' busy time;
   /// the `other` row carries the utilisation line in `diagnosis`).
-  void record_loader(int64_t epoch, const std::vector<LoaderPartRow>& parts, double busy_s, const std::string& note);
+  void record_loader(int64_t epoch, const std::vector<LoaderPartStats>& parts, const std::string& note);
   /// Diagnosis over the last closed window (over the run so far if no window closed yet).
   Diagnosis diagnose() const;
 

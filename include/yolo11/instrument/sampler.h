@@ -47,6 +47,9 @@ struct SampleAggregate {
 
 /// Process CPU time (user + system) from /proc/self/stat, seconds; −1 when unreadable.
 double process_cpu_seconds();
+/// Bytes this process has caused to be fetched from storage (read_bytes of /proc/self/io; page-cache hits do not
+/// count); −1 when unreadable.
+int64_t process_read_bytes();
 /// Resident set from /proc/self/statm, MiB; −1 when unreadable.
 double process_rss_mb();
 

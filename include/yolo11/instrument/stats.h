@@ -10,6 +10,16 @@
 
 namespace yolo11::instrument {
 
+/// One loader part's times over an epoch (data::LoaderRecorder::take fills it, Profiler::record_loader writes it):
+/// `name` is one of data::kLoaderParts. Times in seconds.
+struct LoaderPartStats {
+  std::string name;
+  int64_t count = 0;            ///< calls (for "other": batches)
+  double total_s = 0;           ///< summed over workers
+  double p50_s = 0, p95_s = 0;  ///< per call
+  double share = 0;             ///< total_s / the workers' busy time
+};
+
 struct StageSummary {
   std::string name;
   int64_t count = 0;  ///< samples (steps in which the stage ran, or calls for epoch-level stages)
