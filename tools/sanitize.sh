@@ -57,6 +57,18 @@ train_run() {  # BUILD_DIR NAME EXTRA...
   rm -rf "$project"
 }
 
+# Debian's oneDNN (libdnnl, not instrumented) now and then reads past the end of a small heap block while it creates a
+# convolution primitive. glibc's heap always has mapped memory there; ASan's allocator can end such a block at an
+# unmapped page, and the process dies of a SEGV inside libdnnl (CI, 2026-12-04 and 2026-12-05: one test of ~510 in
+# one run of three; 0 of 70 reruns of that command). When every failure of a step is such a crash, the step's failed
+# tests (or the run) go once more; any other failure, or the crash again, fails the job. The log says which.
+onednn_crashes_only() {  # LOG FAILED: 0 when LOG holds ≥ FAILED sanitizer reports, each a SEGV inside libdnnl
+  local crashes others
+  crashes=$(grep -c 'SUMMARY: AddressSanitizer: SEGV (/lib/x86_64-linux-gnu/libdnnl' "$1" || true)
+  others=$(grep 'SUMMARY: [A-Za-z]*Sanitizer' "$1" | grep -vc 'SEGV (/lib/x86_64-linux-gnu/libdnnl' || true)
+  [ "$2" -gt 0 ] && [ "$crashes" -ge "$2" ] && [ "$others" -eq 0 ]
+}
+
 run_asan() {
   local dir=$ROOT/build-asan t0
   export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=0:suppressions=$SUPP/asan.supp"
@@ -73,10 +85,21 @@ run_asan() {
   # yolo11_test_slow is not built here, so its placeholder test (…_NOT_BUILT) is excluded with the slow label; so is
   # the install test (it installs every executable, and only yolo11-train is built here), and the docs test (it runs
   # the documented commands, which need every executable; the Release tree of tools/test.sh runs it).
-  ctest --test-dir "$dir" --output-on-failure -j"$JOBS" -LE 'slow|docs' -E '_NOT_BUILT$|^Install\.'
+  local log=$dir/asan-tests.log failed
+  if ! ctest --test-dir "$dir" --output-on-failure -j"$JOBS" -LE 'slow|docs' -E '_NOT_BUILT$|^Install\.' 2>&1 |
+       tee "$log"; then
+    failed=$(sed -n '/^The following tests FAILED:/,$p' "$log" | grep -cE '^\s+[0-9]+ - ' || true)
+    onednn_crashes_only "$log" "$failed" || return 1
+    phase "asan: $failed test(s) died of a SEGV inside libdnnl (see above); running them once more"
+    ctest --test-dir "$dir" --output-on-failure --rerun-failed
+  fi
   elapsed "asan tests" "$t0"
   t0=$(date +%s); phase "asan: coco8 training run"
-  train_run "$dir" asan workers=2 plots=true instrument=full trace_steps=1:3
+  if ! train_run "$dir" asan workers=2 plots=true instrument=full trace_steps=1:3 2>&1 | tee "$dir/asan-train.log"; then
+    onednn_crashes_only "$dir/asan-train.log" 1 || return 1
+    phase "asan: the training run died of a SEGV inside libdnnl (see above); running it once more"
+    train_run "$dir" asan workers=2 plots=true instrument=full trace_steps=1:3
+  fi
   elapsed "asan training run" "$t0"
 }
 
