@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <stdexcept>
 
 #include "yolo11/bench/sweep.h"
+#include "yolo11/core/settings.h"
 #include "yolo11/core/strings.h"
 
 namespace yolo11::bench {
@@ -80,11 +82,11 @@ SweepOptions parse_sweep_args(const std::vector<std::string>& args) {
       }
     } else if (k == "cache") {
       o.grid.cache.clear();
-      for (auto t : split(lower(v), ',')) {
-        if (t == "true") t = "ram";
-        if (t != "false" && t != "ram" && t != "disk")
+      for (const auto& t : split(v, ',')) {
+        const auto m = t.empty() ? std::nullopt : core::parse_cache_mode(t);
+        if (!m)
           throw std::runtime_error("yolo11-sweep: cache=" + v + ": expected false, ram or disk separated by commas");
-        o.grid.cache.push_back(t);
+        o.grid.cache.push_back(core::to_string(*m));
       }
     } else if (k == "steps") o.steps = to_int(k, v, 2);
     else if (k == "warmup") o.warmup = to_int(k, v, 0);

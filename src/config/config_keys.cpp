@@ -297,13 +297,13 @@ const std::vector<KeyDef>& key_table() {
     t.push_back({"cache",
                  [](C& c, const Raw& v, const std::string& where) {
                    need_scalar("cache", where, v, "false, true, ram or disk");
-                   const std::string l = v.is_null ? "false" : lower(v.text);
-                   if (l == "false") c.cache = "false";
-                   else if (l == "true" || l == "ram") c.cache = "ram";
-                   else if (l == "disk") c.cache = "disk";
-                   else bad_value("cache", where, v, "is not allowed; expected one of false, true, ram, disk");
+                   const auto m = v.is_null ? core::CacheMode::off : core::parse_cache_mode(v.text);
+                   if (!m) bad_value("cache", where, v, "is not allowed; expected one of false, true, ram, disk");
+                   c.cache = *m;
                  },
-                 [](const C& c) { return c.cache == "false" ? YAML::Node(false) : YAML::Node(c.cache); }});
+                 [](const C& c) {
+                   return c.cache == core::CacheMode::off ? YAML::Node(false) : YAML::Node(core::to_string(c.cache));
+                 }});
     t.push_back(str_key("device", &C::device));
     t.push_back(int_key("workers", &C::workers, 0, 1024));
     t.push_back(str_key("project", &C::project));
@@ -427,7 +427,14 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(bool_key("ddp_overlap", &C::ddp_overlap));
     t.push_back(bool_key("sync_bn", &C::sync_bn));
     t.push_back(float_key("bucket_cap_mb", &C::bucket_cap_mb, 0, 65536, false, true));
-    t.push_back(enum_key("instrument", &C::instrument, {"off", "basic", "full"}));
+    t.push_back({"instrument",
+                 [](C& c, const Raw& v, const std::string& where) {
+                   need_scalar("instrument", where, v, "one of off, basic, full");
+                   const auto l = v.is_null ? std::nullopt : core::parse_instrument_level(v.text);
+                   if (!l) bad_value("instrument", where, v, "is not allowed; expected one of off, basic, full");
+                   c.instrument = *l;
+                 },
+                 [](const C& c) { return YAML::Node(core::to_string(c.instrument)); }});
     t.push_back(int_key("log_every", &C::log_every, 1, 1e9));
     t.push_back(int_key("instrument_warmup", &C::instrument_warmup, 0, 1e9));
     t.push_back(step_range_key("trace_steps", &C::trace_steps));

@@ -194,19 +194,15 @@ Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& inf
   }
 
   // ---- image cache ---------------------------------------------------------------------------------------------------
-  std::string mode = opt.cache;
-  if (mode == "true" || mode == "True") mode = "ram";
-  if (mode == "False" || mode.empty() || mode == "none") mode = "false";
-  if (mode != "false" && mode != "ram" && mode != "disk")
-    throw std::runtime_error("cache='" + opt.cache + "' is not one of false, ram, disk");
-  if (mode == "ram") {
+  core::CacheMode mode = opt.cache;
+  if (mode == core::CacheMode::ram) {
     const int64_t need = cache_bytes_estimate();
     const int64_t avail = mem_available_bytes();
     if (avail >= 0 && static_cast<double>(need) * 1.5 > static_cast<double>(avail)) {
       spdlog::warn("cache=ram refused: {:.1f} GB needed (+50% margin) but only {:.1f} GB available; not caching "
                    "(use cache=disk or a smaller imgsz/fraction)",
                    need / 1e9, avail / 1e9);
-      mode = "false";
+      mode = core::CacheMode::off;
     } else {
       ram_.resize(size());
       std::atomic<size_t> next{0};
@@ -219,7 +215,7 @@ Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& inf
       for (auto& th : pool) th.join();
       spdlog::info("cache=ram: {:.2f} GB of images in memory", need / 1e9);
     }
-  } else if (mode == "disk") {
+  } else if (mode == core::CacheMode::disk) {
     npy_files_.resize(size());
     int64_t fallback = 0, written = 0;
     for (size_t i = 0; i < size(); ++i) {
@@ -248,7 +244,7 @@ Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& inf
                  fallback ? " (" + std::to_string(fallback) + " under the user cache dir: image dirs not writable)" : "");
   }
   cache_mode_ = mode;
-  if (cache_mode_ != "ram") {
+  if (cache_mode_ != core::CacheMode::ram) {
     const int64_t cap = opt.buffer < 0 ? std::min<int64_t>({static_cast<int64_t>(size()), 8 * std::max<int64_t>(1, opt.batch), 1000})
                                        : opt.buffer;
     buf_cap_ = static_cast<size_t>(std::max<int64_t>(0, cap));

@@ -149,8 +149,7 @@ std::string out_of_memory_message(const std::exception& e, RunStage stage, const
                           static_cast<double>(mi.total) / gib);
   }
   const int64_t half = std::max<int64_t>(1, cfg.batch / 2);
-  // cache=true means ram (data/dataset.cpp)
-  const bool cache_ram = cfg.cache == "ram" || cfg.cache == "true" || cfg.cache == "True";
+  const bool cache_ram = cfg.cache == core::CacheMode::ram;
   std::string lower;
   switch (stage) {
     case RunStage::build:
@@ -189,9 +188,10 @@ std::string out_of_memory_message(const std::exception& e, RunStage stage, const
                          last.string(), epoch, r->run_dir);
     }
   }
-  return fmt::format("out of memory in {}: {}. Memory: {}. Settings: batch={} imgsz={} cache={} workers={}. What to "
-                     "do: {}. State: {}",
-                     where, first_line(e.what()), memory, cfg.batch, cfg.imgsz, cfg.cache, cfg.workers, lower, ckpt);
+  return fmt::format(
+      "out of memory in {}: {}. Memory: {}. Settings: batch={} imgsz={} cache={} workers={}. What to "
+      "do: {}. State: {}",
+      where, first_line(e.what()), memory, cfg.batch, cfg.imgsz, core::to_string(cfg.cache), cfg.workers, lower, ckpt);
 }
 
 }  // namespace yolo11::engine

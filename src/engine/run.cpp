@@ -229,14 +229,14 @@ void setup_amp(Run& r, const NamedTensors& resumed_scaler) {
 void setup_instrumentation(Run& r) {
   auto& cfg = r.cfg;
   instrument::ProfilerOptions po;
-  po.level = instrument::parse_level(cfg.instrument);
+  po.level = cfg.instrument;
   po.log_every = cfg.log_every;
   po.epochs = cfg.epochs;
   po.warmup_steps = cfg.instrument_warmup;
   if (!cfg.trace_steps.empty()) po.trace_steps = std::make_pair(cfg.trace_steps.start, cfg.trace_steps.stop);
   if (!cfg.trace_steps.empty() && po.level != instrument::Level::full)
     spdlog::warn("trace_steps={}:{} ignored: trace.json is written with instrument=full (now instrument={})",
-                 cfg.trace_steps.start, cfg.trace_steps.stop, cfg.instrument);
+                 cfg.trace_steps.start, cfg.trace_steps.stop, core::to_string(cfg.instrument));
   if (!cfg.profile_steps.empty()) po.profile_steps = std::make_pair(cfg.profile_steps.start, cfg.profile_steps.stop);
   if (!cfg.profile_ops.empty()) po.profile_ops = std::make_pair(cfg.profile_ops.start, cfg.profile_ops.stop);
   po.profile_ops_shapes = cfg.profile_ops_shapes;

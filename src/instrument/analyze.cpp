@@ -283,7 +283,8 @@ AdviceContext load_context(const std::string& run_dir, std::string& source) {
       c.workers = o.value("workers", c.workers);
       c.batch = o.value("batch", c.batch);
       c.imgsz = o.value("imgsz", c.imgsz);
-      c.cache = o.value("cache", c.cache);
+      if (o.contains("cache") && o["cache"].is_string())
+        c.cache = core::parse_cache_mode(o["cache"].get<std::string>()).value_or(c.cache);
       c.amp = o.value("amp", c.amp);
       c.cores = o.value("cores", c.cores);
       c.threads = o.value("threads", c.threads);
@@ -303,7 +304,7 @@ AdviceContext load_context(const std::string& run_dir, std::string& source) {
       if (y["workers"]) c.workers = y["workers"].as<int>();
       if (y["batch"]) c.batch = y["batch"].as<int64_t>();
       if (y["imgsz"]) c.imgsz = y["imgsz"].as<int64_t>();
-      if (y["cache"]) c.cache = y["cache"].as<std::string>();
+      if (y["cache"]) c.cache = core::parse_cache_mode(y["cache"].as<std::string>()).value_or(c.cache);
       if (y["amp"]) c.amp = y["amp"].as<bool>();
       if (y["device"] && !y["device"].IsNull()) c.device = y["device"].as<std::string>();
       source = "args.yaml";
@@ -446,7 +447,7 @@ AnalyzeResult analyze_run(const std::string& path) {
                        worst, w.first_step >= 0 ? fmt::format(" (steps {}-{})", w.first_step, w.last_step) : "");
   }
   rep += fmt::format("context: workers={} batch={} imgsz={} cache={} amp={} cores={}{} device={} ({})\n",
-                     r.context.workers, r.context.batch, r.context.imgsz, r.context.cache,
+                     r.context.workers, r.context.batch, r.context.imgsz, core::to_string(r.context.cache),
                      r.context.amp ? "True" : "False", r.context.cores,
                      r.context.threads > 0 ? fmt::format(" threads={}", r.context.threads) : "", r.context.device,
                      r.context_source.empty()

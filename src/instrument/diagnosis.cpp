@@ -61,8 +61,8 @@ std::string data_advice(const Diagnosis& d, const AdviceContext& c, const Diagno
   } else {
     head = fmt::format("workers={} already uses the {} cores", c.workers, cores);
   }
-  if (c.cache != "ram") {
-    head += fmt::format(", cache={}", c.cache);
+  if (c.cache != core::CacheMode::ram) {
+    head += fmt::format(", cache={}", core::to_string(c.cache));
     changes.push_back("cache=ram");
   }
   const int64_t smaller = smaller_imgsz(c.imgsz);
@@ -175,7 +175,7 @@ std::string slowed_cause(const WindowSummary& w, const AdviceContext& c, const D
     std::string s = fmt::format("memory pressure ({:.0f} major page faults/s, memory pressure {:.0f}%)",
                                 std::max(0.0, r.major_faults_per_s), 100.0 * std::max(0.0, r.memory_pressure));
     std::vector<std::string> changes;
-    if (c.cache == "ram") changes.push_back("cache=disk");
+    if (c.cache == core::CacheMode::ram) changes.push_back("cache=disk");
     if (c.batch > 1) changes.push_back(fmt::format("batch={}", std::max<int64_t>(1, c.batch / 2)));
     return s + ": free memory on this machine" + (changes.empty() ? "" : " → try " + join(changes, ", "));
   }

@@ -27,22 +27,6 @@
 
 namespace yolo11::instrument {
 
-Level parse_level(const std::string& s) {
-  if (s == "off" || s == "false" || s == "False" || s == "0") return Level::off;
-  if (s == "basic" || s == "true" || s == "True" || s == "1") return Level::basic;
-  if (s == "full") return Level::full;
-  throw std::runtime_error("instrument='" + s + "' is not a level; use instrument=off, basic or full");
-}
-
-const char* to_string(Level level) {
-  switch (level) {
-    case Level::off: return "off";
-    case Level::basic: return "basic";
-    case Level::full: return "full";
-  }
-  return "?";
-}
-
 namespace {
 // The dtype the CPU peak is measured in: what the step computes in (bfloat16 autocast under amp).
 const char* cpu_peak_dtype(const ProfilerOptions& o) { return o.setting.amp ? "bfloat16" : "float32"; }

@@ -134,7 +134,7 @@ void Profiler::Impl::write_summary(bool traced) {
                         {"workers", s.workers},
                         {"batch", s.batch},
                         {"imgsz", s.imgsz},
-                        {"cache", s.cache},
+                        {"cache", core::to_string(s.cache)},
                         {"amp", s.amp},
                         {"cores", s.cores},
                         {"threads", s.threads},

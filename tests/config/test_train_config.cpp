@@ -65,9 +65,9 @@ TEST(TrainConfig, DefaultsMatchUltralytics) {
   EXPECT_FALSE(c.time.has_value());
   EXPECT_FALSE(c.conf.has_value());
   EXPECT_TRUE(c.freeze.empty());
-  EXPECT_EQ(c.cache, "false");
+  EXPECT_EQ(c.cache, yolo11::core::CacheMode::off);
   EXPECT_EQ(c.model_scale, "n");
-  EXPECT_EQ(c.instrument, "basic");
+  EXPECT_EQ(c.instrument, yolo11::core::InstrumentLevel::basic);
   EXPECT_EQ(c.log_every, 10);
   EXPECT_TRUE(c.trace_steps.empty());
 }
@@ -108,7 +108,7 @@ TEST(TrainConfig, MergeOrderIsDefaultThenCfgFileThenOverrides) {
   EXPECT_EQ(c.epochs, 7);
   EXPECT_EQ(c.imgsz, 320);
   EXPECT_EQ(c.optimizer, "SGD");  // canonical spelling
-  EXPECT_EQ(c.cache, "ram");
+  EXPECT_EQ(c.cache, yolo11::core::CacheMode::ram);
   EXPECT_DOUBLE_EQ(c.lr0, 0.02);
   EXPECT_EQ(c.freeze, (std::vector<int64_t>{0, 3}));
   EXPECT_EQ(c.trace_steps.start, 20);

@@ -71,7 +71,7 @@ TEST(DataRules, DiskCacheIsTiedToTheExactImageFileAndSameStemImagesAreReported) 
   write_image(d / "images" / "a.png", {0, 0, 200});  // red
   write_file(d / "labels" / "a.txt", kBox);
   DatasetOptions o = small();
-  o.cache = "disk";
+  o.cache = yolo11::core::CacheMode::disk;
   {
     Dataset ds({(d / "images").string()}, info_nc(d, 1), o);
     ASSERT_EQ(ds.size(), 2u);

@@ -71,12 +71,12 @@ TEST(ImageCache, RamAndDiskCachesGiveTheSamePixelsAsDecoding) {
   o.imgsz = 320;
   o.buffer = 0;
   Dataset plain({src}, info80(d), o);
-  o.cache = "ram";
+  o.cache = yolo11::core::CacheMode::ram;
   Dataset ram({src}, info80(d), o);
-  EXPECT_EQ(ram.cache_mode(), "ram");
-  o.cache = "disk";
+  EXPECT_EQ(ram.cache_mode(), yolo11::core::CacheMode::ram);
+  o.cache = yolo11::core::CacheMode::disk;
   Dataset disk({src}, info80(d), o);
-  EXPECT_EQ(disk.cache_mode(), "disk");
+  EXPECT_EQ(disk.cache_mode(), yolo11::core::CacheMode::disk);
   EXPECT_EQ(npy_beside(plain.im_file(0)), 1);  // beside the original: <name>.<stamp>.npy
   for (size_t i = 0; i < plain.size(); ++i) {
     const cv::Mat a = plain.load(i).img, b = ram.load(i).img, c = disk.load(i).img;
@@ -92,7 +92,7 @@ TEST(ImageCache, DiskCacheFallsBackWhenTheImageDirIsReadOnly) {
                   fs::perm_options::remove);
   DatasetOptions o;
   o.imgsz = 320;
-  o.cache = "disk";
+  o.cache = yolo11::core::CacheMode::disk;
   Dataset ds({im.string()}, info80(d), o);
   fs::permissions(im, fs::perms::owner_write, fs::perm_options::add);
   EXPECT_EQ(npy_beside(ds.im_file(0)), 0);
@@ -106,10 +106,10 @@ TEST(ImageCache, RamCacheIsRefusedWhenTheEstimateExceedsAvailableMemory) {
   const fs::path d = writable_coco8("imgcache_big");
   DatasetOptions o;
   o.imgsz = 1000000;  // ~2e12 bytes per image: more than any test machine has
-  o.cache = "ram";
+  o.cache = yolo11::core::CacheMode::ram;
   Dataset ds({(d / "images" / "train").string()}, info80(d), o);
   EXPECT_GT(ds.cache_bytes_estimate(), int64_t(4) << 40);
-  EXPECT_EQ(ds.cache_mode(), "false");
+  EXPECT_EQ(ds.cache_mode(), yolo11::core::CacheMode::off);
 }
 
 TEST(Dataset, SingleClsAndFraction) {

@@ -28,7 +28,7 @@ std::string make_run(const std::string& name) {
   o.run_dir = dir;
   o.setting.workers = 2;
   o.setting.cores = 16;
-  o.setting.cache = "False";
+  o.setting.cache = yolo11::core::CacheMode::off;
   o.setting.device = "0";
   std::string log;
   Profiler p(o);

@@ -193,7 +193,7 @@ TEST(SlowedCompute, MemoryPressureIsNamed) {
   auto w = compute_window(0.30, 0.0);
   w.contention.major_faults_per_s = 850, w.contention.memory_pressure = 0.35;
   AdviceContext c = cpu_ctx(2, 2);
-  c.cache = "ram";
+  c.cache = yolo11::core::CacheMode::ram;
   const auto d = instrument::diagnose(w, c);
   EXPECT_NE(d.advice.find("memory pressure (850 major page faults/s, memory pressure 35%)"), std::string::npos)
       << d.to_string();

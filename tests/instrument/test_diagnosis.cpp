@@ -37,7 +37,7 @@ WindowSummary window(const std::map<std::string, double>& shares, double gpu_uti
   return w;
 }
 
-AdviceContext ctx(int workers, int cores, const std::string& cache, bool amp, const std::string& device = "0") {
+AdviceContext ctx(int workers, int cores, yolo11::core::CacheMode cache, bool amp, const std::string& device = "0") {
   AdviceContext c;
   c.workers = workers;
   c.cores = cores;
@@ -51,7 +51,7 @@ AdviceContext ctx(int workers, int cores, const std::string& cache, bool amp, co
 
 TEST(Diagnosis, DataBoundAdviceNamesWorkersAndCache) {
   const auto w = window({{"dataloader", 0.72}, {"forward", 0.1}, {"backward", 0.15}}, 41, 0.5, 0.1, 0.31);
-  const Diagnosis d = diagnose(w, ctx(2, 16, "False", true));
+  const Diagnosis d = diagnose(w, ctx(2, 16, yolo11::core::CacheMode::off, true));
   EXPECT_EQ(d.bottleneck, Bottleneck::data);
   EXPECT_NEAR(d.data_share, 0.72, 1e-9);
   EXPECT_NEAR(d.data_tail, 3.1, 1e-9);
@@ -65,15 +65,15 @@ TEST(Diagnosis, DataBoundAdviceNamesWorkersAndCache) {
 TEST(Diagnosis, DataBoundByTailAloneAtModerateShare) {
   // 15% wait is below the 25% share threshold, but p95/p50 = 4 marks stalls → still data-bound.
   const auto w = window({{"dataloader", 0.15}, {"forward", 0.3}, {"backward", 0.4}}, 70, 0.5, 0.02, 0.08);
-  EXPECT_EQ(diagnose(w, ctx(8, 16, "False", true)).bottleneck, Bottleneck::data);
+  EXPECT_EQ(diagnose(w, ctx(8, 16, yolo11::core::CacheMode::off, true)).bottleneck, Bottleneck::data);
   // Same share with a flat distribution is not.
   const auto flat = window({{"dataloader", 0.15}, {"forward", 0.3}, {"backward", 0.4}}, 70, 0.5, 0.075, 0.08);
-  EXPECT_NE(diagnose(flat, ctx(8, 16, "False", true)).bottleneck, Bottleneck::data);
+  EXPECT_NE(diagnose(flat, ctx(8, 16, yolo11::core::CacheMode::off, true)).bottleneck, Bottleneck::data);
 }
 
 TEST(Diagnosis, DataBoundWithAllCoresAndRamCacheSuggestsSmallerImages) {
   const auto w = window({{"dataloader", 0.5}, {"forward", 0.2}, {"backward", 0.3}}, 40);
-  const Diagnosis d = diagnose(w, ctx(16, 16, "ram", true));
+  const Diagnosis d = diagnose(w, ctx(16, 16, yolo11::core::CacheMode::ram, true));
   EXPECT_EQ(d.bottleneck, Bottleneck::data);
   EXPECT_EQ(d.advice.find("try workers="), std::string::npos) << d.advice;
   EXPECT_NE(d.advice.find("imgsz=640"), std::string::npos) << d.advice;
@@ -83,7 +83,7 @@ TEST(Diagnosis, ComputeBoundBusyGpuAdviceNamesAmpImgszBatch) {
   const auto w = window({{"dataloader", 0.02}, {"forward", 0.3}, {"loss", 0.05}, {"backward", 0.55},
                          {"optimizer", 0.05}},
                         97);
-  const Diagnosis d = diagnose(w, ctx(8, 16, "False", false));
+  const Diagnosis d = diagnose(w, ctx(8, 16, yolo11::core::CacheMode::off, false));
   EXPECT_EQ(d.bottleneck, Bottleneck::compute);
   EXPECT_NE(d.advice.find("amp=False → amp=True"), std::string::npos) << d.advice;
   EXPECT_NE(d.advice.find("imgsz=640 → 480"), std::string::npos) << d.advice;
@@ -92,7 +92,7 @@ TEST(Diagnosis, ComputeBoundBusyGpuAdviceNamesAmpImgszBatch) {
 
 TEST(Diagnosis, ComputeBoundUnderfilledGpuSuggestsLargerBatch) {
   const auto w = window({{"forward", 0.35}, {"loss", 0.05}, {"backward", 0.45}}, 45);
-  const Diagnosis d = diagnose(w, ctx(8, 16, "ram", true));
+  const Diagnosis d = diagnose(w, ctx(8, 16, yolo11::core::CacheMode::ram, true));
   EXPECT_EQ(d.bottleneck, Bottleneck::compute);
   EXPECT_NE(d.advice.find("batch=16 → 32"), std::string::npos) << d.advice;
   EXPECT_NE(d.advice.find("GPU only 45% busy"), std::string::npos) << d.advice;
@@ -100,7 +100,7 @@ TEST(Diagnosis, ComputeBoundUnderfilledGpuSuggestsLargerBatch) {
 
 TEST(Diagnosis, ComputeBoundOnCpuMentionsImgszAndBatch) {
   const auto w = window({{"forward", 0.35}, {"loss", 0.05}, {"backward", 0.5}}, -1);
-  const Diagnosis d = diagnose(w, ctx(2, 2, "False", false, "cpu"));
+  const Diagnosis d = diagnose(w, ctx(2, 2, yolo11::core::CacheMode::off, false, "cpu"));
   EXPECT_EQ(d.bottleneck, Bottleneck::compute);
   EXPECT_NE(d.advice.find("imgsz=640"), std::string::npos) << d.advice;
   EXPECT_NE(d.advice.find("batch=16"), std::string::npos) << d.advice;
@@ -110,7 +110,7 @@ TEST(Diagnosis, ComputeBoundOnCpuMentionsImgszAndBatch) {
 // A build without CUDA is not told to pass device=0 (which would stop with "no CUDA"), but how to get a CUDA build.
 TEST(Diagnosis, ComputeBoundOnACpuOnlyBuildDoesNotAdviseDeviceZeroAlone) {
   const auto w = window({{"forward", 0.35}, {"loss", 0.05}, {"backward", 0.5}}, -1);
-  auto c = ctx(2, 2, "False", false, "cpu");
+  auto c = ctx(2, 2, yolo11::core::CacheMode::off, false, "cpu");
   EXPECT_NE(diagnose(w, c).advice.find("a CUDA device (device=0)"), std::string::npos);
   c.cuda_built = false;
   const Diagnosis d = diagnose(w, c);
@@ -121,7 +121,7 @@ TEST(Diagnosis, ComputeBoundOnACpuOnlyBuildDoesNotAdviseDeviceZeroAlone) {
 // "none is visible to this process".
 TEST(Diagnosis, ComputeBoundWithoutAVisibleGpuNamesAMachineWithOne) {
   const auto w = window({{"forward", 0.35}, {"loss", 0.05}, {"backward", 0.5}}, -1);
-  auto c = ctx(2, 2, "False", false, "cpu");
+  auto c = ctx(2, 2, yolo11::core::CacheMode::off, false, "cpu");
   c.cuda_devices = 0;
   const Diagnosis d = diagnose(w, c);
   EXPECT_EQ(d.advice.find("a CUDA device (device=0)"), std::string::npos) << d.advice;
@@ -132,7 +132,7 @@ TEST(Diagnosis, ComputeBoundWithoutAVisibleGpuNamesAMachineWithOne) {
 
 TEST(Diagnosis, NoSmallerImgszIsAdvisedBelow320) {
   const auto w = window({{"forward", 0.35}, {"loss", 0.05}, {"backward", 0.5}}, -1);
-  auto c = ctx(2, 2, "False", false, "cpu");
+  auto c = ctx(2, 2, yolo11::core::CacheMode::off, false, "cpu");
   c.imgsz = 64;
   const Diagnosis d = diagnose(w, c);
   EXPECT_EQ(d.bottleneck, Bottleneck::compute);
@@ -145,7 +145,7 @@ TEST(Diagnosis, OptimizerSyncBound) {
   const auto w = window({{"dataloader", 0.05}, {"h2d", 0.12}, {"forward", 0.2}, {"backward", 0.3},
                          {"optimizer", 0.2}, {"ema", 0.1}},
                         60);
-  AdviceContext c = ctx(8, 16, "ram", true);
+  AdviceContext c = ctx(8, 16, yolo11::core::CacheMode::ram, true);
   c.sync = true;
   const Diagnosis d = diagnose(w, c);
   EXPECT_EQ(d.bottleneck, Bottleneck::optimizer_sync);
@@ -159,7 +159,7 @@ TEST(Diagnosis, BalancedHasNoAdvice) {
   const auto w = window({{"dataloader", 0.10}, {"h2d", 0.05}, {"forward", 0.25}, {"loss", 0.05},
                          {"backward", 0.3}, {"optimizer", 0.1}, {"ema", 0.05}},
                         75, 0.5, 0.048, 0.055);
-  const Diagnosis d = diagnose(w, ctx(8, 16, "False", true));
+  const Diagnosis d = diagnose(w, ctx(8, 16, yolo11::core::CacheMode::off, true));
   EXPECT_EQ(d.bottleneck, Bottleneck::balanced);
   EXPECT_TRUE(d.advice.empty()) << d.advice;
   EXPECT_EQ(d.to_string().rfind("balanced: ", 0), 0u);
@@ -167,15 +167,15 @@ TEST(Diagnosis, BalancedHasNoAdvice) {
 
 TEST(Diagnosis, ThresholdsAreConfigurable) {
   const auto w = window({{"dataloader", 0.20}, {"forward", 0.3}, {"backward", 0.3}}, 70);
-  EXPECT_EQ(diagnose(w, ctx(8, 16, "False", true)).bottleneck, Bottleneck::balanced);
+  EXPECT_EQ(diagnose(w, ctx(8, 16, yolo11::core::CacheMode::off, true)).bottleneck, Bottleneck::balanced);
   DiagnosisThresholds t;
   t.data_share = 0.15;
-  EXPECT_EQ(diagnose(w, ctx(8, 16, "False", true), t).bottleneck, Bottleneck::data);
+  EXPECT_EQ(diagnose(w, ctx(8, 16, yolo11::core::CacheMode::off, true), t).bottleneck, Bottleneck::data);
 }
 
 TEST(Diagnosis, NothingMeasuredOutsideTheWarmUpIsNoDiagnosisRatherThanBalanced) {
   WindowSummary w;  // a run whose every step fell in the warm-up: no steps in the run window
-  const Diagnosis d = diagnose(w, ctx(8, 16, "False", true));
+  const Diagnosis d = diagnose(w, ctx(8, 16, yolo11::core::CacheMode::off, true));
   EXPECT_EQ(d.bottleneck, Bottleneck::none);
   EXPECT_EQ(d.to_string().rfind("no diagnosis: no step was measured outside the instrument warm-up", 0), 0u)
       << d.to_string();

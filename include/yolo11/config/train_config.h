@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "yolo11/core/settings.h"
+
 namespace yolo11::config {
 
 /// A half-open step range "START:STOP" (steps START..STOP-1). Empty when not set.
@@ -36,7 +38,7 @@ struct TrainConfig {
   bool save = true;
   int64_t save_period = -1;
   bool save_pt = false;              ///< also write weights/last.pt and best.pt, Ultralytics checkpoints (model/pt_save.h)
-  std::string cache = "false";       ///< "false" | "ram" | "disk" (true is stored as "ram")
+  core::CacheMode cache = core::CacheMode::off;  ///< false | true = ram | disk (core/settings.h)
   std::string device;                ///< "" | "cpu" | "0" | "cuda:0" | "0,1"
   int64_t workers = 8;
   std::string project;               ///< "" → runs/train
@@ -90,7 +92,7 @@ struct TrainConfig {
   bool ddp_overlap = true;           ///< DDP: each gradient bucket's all-reduce starts during backward (PyTorch DDP)
   double bucket_cap_mb = 25;         ///< DDP: gradient bucket size, MiB (PyTorch DDP's bucket_cap_mb)
   bool sync_bn = false;              ///< DDP: BatchNorm statistics over the global batch (torch.nn.SyncBatchNorm)
-  std::string instrument = "basic";  ///< off | basic | full
+  core::InstrumentLevel instrument = core::InstrumentLevel::basic;  ///< off | basic | full (core/settings.h)
   int64_t log_every = 10;
   int64_t instrument_warmup = 3;     ///< first steps of a process kept out of windows, tables and diagnosis
   StepRange trace_steps;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "yolo11/core/settings.h"
 #include "yolo11/data/augment.h"
 #include "yolo11/data/dataset_info.h"
 #include "yolo11/data/labels.h"
@@ -19,7 +20,7 @@ namespace yolo11::data {
 /// Dataset construction options (Ultralytics argument names).
 struct DatasetOptions {
   int64_t imgsz = 640;
-  std::string cache = "false";   ///< "false" | "ram" | "disk" (also "true" = ram)
+  core::CacheMode cache = core::CacheMode::off;  ///< images kept decoded: off, ram or disk (core/settings.h)
   bool single_cls = false;       ///< every class becomes 0 (after the `classes` filter)
   std::vector<int64_t> classes;  ///< keep only labels of these class ids (empty = all), as Ultralytics' `classes`
   double fraction = 1.0;         ///< use the first ⌈fraction·N⌉ images
@@ -73,8 +74,8 @@ class Dataset {
 
   /// Estimated bytes of all images resized to imgsz (what cache=ram needs).
   int64_t cache_bytes_estimate() const;
-  /// "ram", "disk" or "false": what is actually in use (ram falls back to false when memory is short).
-  const std::string& cache_mode() const { return cache_mode_; }
+  /// The cache actually in use: `DatasetOptions::cache`, except that ram falls back to off when memory is short.
+  core::CacheMode cache_mode() const { return cache_mode_; }
 
  private:
   cv::Mat load_uncached(size_t i) const;
@@ -92,7 +93,7 @@ class Dataset {
   std::vector<std::array<int64_t, 2>> shapes_;
   std::vector<std::string> warnings_;
   std::vector<std::array<int, 2>> batch_shapes_;  // per batch (rect)
-  std::string cache_mode_ = "false";
+  core::CacheMode cache_mode_ = core::CacheMode::off;
   std::vector<cv::Mat> ram_;            // cache=ram
   std::vector<std::string> npy_files_;  // cache=disk
   // recently loaded images (FIFO), guarded by buf_m_

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "yolo11/core/settings.h"
+
 namespace yolo11::instrument {
 
 struct WindowSummary;
@@ -44,7 +46,7 @@ struct AdviceContext {
   int workers = 8;
   int64_t batch = 16;
   int64_t imgsz = 640;
-  std::string cache = "False";
+  core::CacheMode cache = core::CacheMode::off;
   bool amp = true;
   int cores = 1;
   std::string device = "cpu";

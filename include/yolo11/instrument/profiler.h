@@ -26,6 +26,7 @@
 #include <string>
 #include <utility>
 
+#include "yolo11/core/settings.h"
 #include "yolo11/instrument/diagnosis.h"
 #include "yolo11/instrument/stages.h"
 #include "yolo11/instrument/stats.h"
@@ -34,11 +35,10 @@
 namespace yolo11::instrument {
 
 /// off: nothing (a branch per call); basic: timers, NVTX, sampler, log lines, breakdown.csv, summary.json;
-/// full: basic + trace.json (Chrome trace events for `trace_steps`, default steps 5:25).
-enum class Level { off, basic, full };
-/// "off" | "basic" | "full" (also "false"/"true"/"0"/"1"); throws std::runtime_error naming the accepted values.
-Level parse_level(const std::string& s);
-const char* to_string(Level level);
+/// full: basic + trace.json (Chrome trace events for `trace_steps`, default steps 5:25). The `instrument=` key's enum,
+/// parsed by config (core/settings.h).
+using Level = core::InstrumentLevel;
+using core::to_string;
 
 struct ProfilerOptions {
   Level level = Level::basic;
