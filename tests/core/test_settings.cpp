@@ -12,7 +12,7 @@ TEST(Settings, CacheModeReadsUltralyticsSpellingsAndWritesOneForm) {
   EXPECT_EQ(parse_cache_mode("False"), CacheMode::off);  // Python's spelling in Ultralytics YAML files
   EXPECT_EQ(parse_cache_mode(""), CacheMode::off);       // `cache:` left empty
   EXPECT_EQ(parse_cache_mode("None"), CacheMode::off);
-  EXPECT_EQ(parse_cache_mode("true"), CacheMode::ram);   // Ultralytics: cache=True is RAM
+  EXPECT_EQ(parse_cache_mode("true"), CacheMode::ram);  // Ultralytics: cache=True is RAM
   EXPECT_EQ(parse_cache_mode("RAM"), CacheMode::ram);
   EXPECT_EQ(parse_cache_mode(" disk "), CacheMode::disk);
   EXPECT_EQ(parse_cache_mode("gpu"), std::nullopt);
