@@ -7,9 +7,12 @@ namespace yolo11::core {
 
 const char* to_string(CacheMode mode) {
   switch (mode) {
-    case CacheMode::ram: return "ram";
-    case CacheMode::disk: return "disk";
-    case CacheMode::off: break;
+    case CacheMode::ram:
+      return "ram";
+    case CacheMode::disk:
+      return "disk";
+    case CacheMode::off:
+      break;
   }
   return "false";
 }
@@ -24,9 +27,12 @@ std::optional<CacheMode> parse_cache_mode(const std::string& text) {
 
 const char* to_string(InstrumentLevel level) {
   switch (level) {
-    case InstrumentLevel::off: return "off";
-    case InstrumentLevel::full: return "full";
-    case InstrumentLevel::basic: break;
+    case InstrumentLevel::off:
+      return "off";
+    case InstrumentLevel::full:
+      return "full";
+    case InstrumentLevel::basic:
+      break;
   }
   return "basic";
 }
