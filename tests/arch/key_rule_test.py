@@ -2,9 +2,9 @@
 """tools/check_keys.py fails on a key of the table that nothing outside config/ reads (an entry with a member pointer
 and a hand-written one), on a key listed as unread that is read, and passes a tree where every key is read."""
 import os
-import subprocess
 import sys
-import tempfile
+
+from planted import run_check
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CHECK = os.path.join(ROOT, "tools", "check_keys.py")
@@ -18,13 +18,7 @@ def run(table_keys, reader):
     files = {"src/config/config_keys.cpp": "void f() {\n" + table + "}\n",
              "src/config/train_config.cpp": "void g(C& cfg) { cfg.epochs = 1; cfg.cache_mode = 2; }\n",
              "src/engine/use.cpp": reader}
-    with tempfile.TemporaryDirectory() as d:
-        for rel, text in files.items():
-            os.makedirs(os.path.join(d, os.path.dirname(rel)), exist_ok=True)
-            with open(os.path.join(d, rel), "w") as fh:
-                fh.write(text)
-        p = subprocess.run([sys.executable, CHECK, "--root", d], capture_output=True, text=True)
-        return p.returncode, p.stdout + p.stderr
+    return run_check(CHECK, files)
 
 
 def main():

@@ -2,10 +2,9 @@
 """tools/check_layers.py's stage rule fails on each way of spelling a stage outside include/yolo11/instrument/stages.h
 and passes the allowed forms (the enum, another word in a call, a marked file-format key, a comment)."""
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
+
+from planted import run_check
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CHECK = os.path.join(ROOT, "tools", "check_layers.py")
@@ -13,15 +12,8 @@ STAGES = os.path.join("include", "yolo11", "instrument", "stages.h")
 
 
 def run(files):
-    with tempfile.TemporaryDirectory() as d:
-        os.makedirs(os.path.join(d, os.path.dirname(STAGES)))
-        shutil.copy(os.path.join(ROOT, STAGES), os.path.join(d, STAGES))
-        for rel, text in files.items():
-            os.makedirs(os.path.join(d, os.path.dirname(rel)), exist_ok=True)
-            with open(os.path.join(d, rel), "w") as fh:
-                fh.write(text)
-        p = subprocess.run([sys.executable, CHECK, "--root", d], capture_output=True, text=True)
-        return p.returncode, p.stdout + p.stderr
+    with open(os.path.join(ROOT, STAGES)) as fh:
+        return run_check(CHECK, {STAGES: fh.read(), **files})
 
 
 def main():
