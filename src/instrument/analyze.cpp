@@ -465,8 +465,8 @@ AnalyzeResult analyze_run(const std::string& path) {
     rep += "advice check: " + format_advice_check(*c) + "\n";
   if (fs::exists(dir / "ops.csv")) {  // profile_ops: the operator table of its window (ops_profile.h)
     r.ops = read_ops_csv((dir / "ops.csv").string());
-    rep += fmt::format("operators (profile_ops, {}):\n{}{}", (dir / "ops.txt").string(), format_ops_table(*r.ops, 10),
-                       format_ops_stages(*r.ops));
+    rep += fmt::format("operators (profile_ops, {}):\n{}{}top operators of each stage:\n{}", (dir / "ops.txt").string(),
+                       format_ops_table(*r.ops, 10), format_ops_stages(*r.ops), format_ops_by_stage(*r.ops, 5));
   }
   r.report = std::move(rep);
   return r;

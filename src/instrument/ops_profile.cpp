@@ -198,8 +198,11 @@ void OpsProfiler::stop() {
     r.collector = kineto_trace || device_seen ? "kineto" : "kineto API without Kineto (CPU operators only)";
     if (!kineto_trace) write_file(dir / "ops_trace.json", ops_chrome_trace(ev));
     r.postprocess_s = secs(t0);
-    write_file(dir / "ops.txt", format_ops_table(r, o_.top) + "\nper stage (sums over the profiled steps, per step):\n" +
-                                    format_ops_stages(r));
+    write_file(dir / "ops.txt", format_ops_table(r, o_.top) +
+                                    "\nper stage (sums over the profiled steps, per step):\n" + format_ops_stages(r) +
+                                    "\noperators of each stage (calls and self time under that stage only, over the "
+                                    "profiled steps):\n" +
+                                    format_ops_by_stage(r, o_.top));
     write_file(dir / "ops.csv", ops_csv(r));
   } else {
     r.collector = device_seen ? "kineto" : "kineto API without Kineto (CPU operators only)";

@@ -101,6 +101,7 @@ OpsReport aggregate_ops(const std::vector<OpEvent>& events, const std::vector<st
     double outside = 0;
   };
   std::map<std::tuple<bool, std::string, std::string>, Acc> rows;
+  std::map<std::tuple<size_t, bool, std::string>, StageOpRow> stage_rows;  // (stage, device, name)
   for (size_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
     const int s = stage_at(e.start_ns);
@@ -122,6 +123,11 @@ OpsReport aggregate_ops(const std::vector<OpEvent>& events, const std::vector<st
     a.row.total_us += static_cast<double>(e.dur_ns) / 1e3;
     if (s >= 0) {
       a.per_stage[static_cast<size_t>(s)] += self;
+      auto& so_row = stage_rows[{static_cast<size_t>(s), e.device, e.name}];
+      if (so_row.calls == 0)
+        so_row.stage = stage_names[static_cast<size_t>(s)], so_row.name = e.name, so_row.device = e.device;
+      so_row.calls += 1;
+      so_row.self_us += self;
       auto& so = st[static_cast<size_t>(s)];
       if (e.device) {
         so.device_us += self;
@@ -144,6 +150,15 @@ OpsReport aggregate_ops(const std::vector<OpEvent>& events, const std::vector<st
   });
   for (size_t i = 0; i < st.size(); ++i)
     if (seen[i]) r.stages.push_back(std::move(st[i]));
+  size_t begin = 0;  // the map is ordered by stage: sort each stage's run by self time
+  for (auto& [key, row] : stage_rows) r.stage_ops.push_back(std::move(row));
+  for (size_t i = 1; i <= r.stage_ops.size(); ++i) {
+    if (i < r.stage_ops.size() && r.stage_ops[i].stage == r.stage_ops[begin].stage) continue;
+    std::stable_sort(r.stage_ops.begin() + static_cast<std::ptrdiff_t>(begin),
+                     r.stage_ops.begin() + static_cast<std::ptrdiff_t>(i),
+                     [](const StageOpRow& a, const StageOpRow& b) { return a.self_us > b.self_us; });
+    begin = i;
+  }
   return r;
 }
 
@@ -173,6 +188,24 @@ std::string format_ops_stages(const OpsReport& r) {
   return t;
 }
 
+std::string format_ops_by_stage(const OpsReport& r, int top) {
+  std::string t;
+  size_t shown = 0;
+  for (size_t i = 0; i < r.stage_ops.size(); ++i) {
+    const auto& o = r.stage_ops[i];
+    if (i == 0 || o.stage != r.stage_ops[i - 1].stage) {
+      const StageOps* s = r.stage(o.stage);
+      t += fmt::format("{}: {} operator calls, {} self{}\n", o.stage, s ? s->op_calls : 0, us(s ? s->ops_self_us : 0),
+                       s && s->device_us > 0 ? ", " + us(s->device_us) + " device" : "");
+      shown = 0;
+    }
+    if (top > 0 && shown >= static_cast<size_t>(top)) continue;
+    ++shown;
+    t += fmt::format("  {:>8} {:>12}  {}{}\n", o.calls, us(o.self_us), o.name, o.device ? " (device)" : "");
+  }
+  return t;
+}
+
 std::string format_ops_table(const OpsReport& r, int top) {
   const size_t name_w = 44;
   std::string t;
@@ -194,8 +227,10 @@ std::string format_ops_table(const OpsReport& r, int top) {
   }
   t += fmt::format("Self CPU time total: {}", us(r.cpu_self_total_us));
   if (r.device_self_total_us > 0) t += fmt::format("; self device time total: {}", us(r.device_self_total_us));
-  t += fmt::format(" (steps {}-{}, {} steps, {} rows{})\n", r.first_step, r.last_step, r.steps, r.ops.size(),
-                   r.by_shape ? ", grouped by input shape" : "");
+  t += fmt::format(
+      " (steps {}-{}, {} steps, {} rows{}; # of Calls counts every stage, Stage is where most of the "
+      "row's self time ran)\n",
+      r.first_step, r.last_step, r.steps, r.ops.size(), r.by_shape ? ", grouped by input shape" : "");
   return t;
 }
 
@@ -213,6 +248,8 @@ std::string ops_csv(const OpsReport& r) {
                      o.calls, o.self_us, whole > 0 ? o.self_us / whole : 0.0, o.total_us,
                      o.total_us / static_cast<double>(std::max<int64_t>(o.calls, 1)));
   }
+  for (const auto& o : r.stage_ops)
+    t += fmt::format("stage_op,{},,{},{},{},{:.3f},,,,,,\n", q(o.name), o.stage, o.device ? 1 : 0, o.calls, o.self_us);
   for (const auto& s : r.stages) {
     t += fmt::format("stage,{},,{},0,{},{:.3f},,,,{:.3f},{:.3f},{:.3f}\n", s.stage, s.stage, s.op_calls, s.ops_self_us,
                      s.scope_us, s.timer_us, s.alloc_mb);
@@ -249,13 +286,17 @@ OpsReport read_ops_csv(const std::string& path) {
         if (!o.shapes.empty()) r.by_shape = true;
         (o.device ? r.device_self_total_us : r.cpu_self_total_us) += o.self_us;
         r.ops.push_back(std::move(o));
+      } else if (v[0] == "stage_op") {
+        StageOpRow o;
+        o.name = v[1], o.stage = v[3], o.device = v[4] == "1", o.calls = std::stoll(v[5]), o.self_us = std::stod(v[6]);
+        r.stage_ops.push_back(std::move(o));
       } else if (v[0] == "stage") {
         StageOps s;
         s.stage = v[1], s.op_calls = std::stoll(v[5]), s.ops_self_us = std::stod(v[6]);
         s.scope_us = std::stod(v[10]), s.timer_us = std::stod(v[11]), s.alloc_mb = std::stod(v[12]);
         r.stages.push_back(std::move(s));
       } else {
-        throw std::runtime_error("kind '" + v[0] + "' is neither op nor stage");
+        throw std::runtime_error("kind '" + v[0] + "' is none of op, stage_op, stage");
       }
     } catch (const std::exception& e) {
       throw std::runtime_error(fmt::format("{}:{}: {}", path, lineno, e.what()));

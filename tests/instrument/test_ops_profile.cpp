@@ -63,6 +63,23 @@ TEST(OpsProfile, SelfTimeExcludesChildOpsAndStagesComeFromUserScopes) {
   EXPECT_DOUBLE_EQ(r.stage("backward")->ops_self_us, 200);  // 100 on the trainer thread + 100 on thread 2
   EXPECT_EQ(r.stage("loss"), nullptr);                     // never opened
   EXPECT_DOUBLE_EQ(r.cpu_self_total_us, 540);  // 50 + 250 + 40 + 100 + 100
+  // Per stage: conv2d's one row (Stage = backward, where most of its self time ran) splits into a forward and a
+  // backward share; the stages come in the order given, each by self time.
+  EXPECT_EQ(conv->stage, "backward");
+  ASSERT_EQ(r.stage_ops.size(), 5u);
+  EXPECT_EQ(r.stage_ops[0].stage, "forward");
+  EXPECT_EQ(r.stage_ops[0].name, "aten::mkldnn_convolution");
+  EXPECT_EQ(r.stage_ops[1].name, "aten::conv2d");
+  EXPECT_EQ(r.stage_ops[1].calls, 1);
+  EXPECT_DOUBLE_EQ(r.stage_ops[1].self_us, 50);
+  EXPECT_EQ(r.stage_ops[2].name, "aten::add");
+  EXPECT_EQ(r.stage_ops[3].stage, "backward");
+  EXPECT_EQ(r.stage_ops[3].calls, 1);
+  EXPECT_DOUBLE_EQ(r.stage_ops[3].self_us, 100);
+  const std::string per_stage = format_ops_by_stage(r, 1);
+  EXPECT_NE(per_stage.find("forward: 3 operator calls, 340.000us self"), std::string::npos) << per_stage;
+  EXPECT_NE(per_stage.find("backward: 2 operator calls, 200.000us self"), std::string::npos) << per_stage;
+  EXPECT_EQ(per_stage.find("aten::add"), std::string::npos) << "top 1 per stage:\n" << per_stage;
 
   const auto by_shape = aggregate_ops(events, {"forward", "backward"}, /*by_shape=*/true);
   EXPECT_EQ(by_shape.ops.size(), 5u);  // conv2d splits by input shape
@@ -85,6 +102,11 @@ TEST(OpsProfile, CsvRoundTripsAndTraceParses) {
   EXPECT_EQ(back.ops[0].name, "aten::mul");
   EXPECT_EQ(back.ops[0].shapes, "[[3], [\"x\"]]");
   EXPECT_DOUBLE_EQ(back.ops[0].self_us, 20);
+  ASSERT_EQ(back.stage_ops.size(), 2u);
+  EXPECT_EQ(back.stage_ops[0].stage, "loss");
+  EXPECT_EQ(back.stage_ops[0].name, "aten::mul");
+  EXPECT_EQ(back.stage_ops[0].calls, 1);
+  EXPECT_DOUBLE_EQ(back.stage_ops[0].self_us, 20);
   ASSERT_EQ(back.stages.size(), 1u);
   EXPECT_DOUBLE_EQ(back.stages[0].timer_us, 95);
   EXPECT_DOUBLE_EQ(back.stages[0].ops_self_us, 30);

@@ -54,6 +54,15 @@ struct OpRow {
   double total_us = 0;     ///< µs, inclusive time summed over calls
 };
 
+/// One operator's share of one stage over the window: its calls and self time under that stage's scope (OpRow counts
+/// every stage in one row and names only the stage holding most of its self time).
+struct StageOpRow {
+  std::string stage, name;
+  bool device = false;
+  int64_t calls = 0;
+  double self_us = 0;  ///< µs, summed over the calls under this stage
+};
+
 /// One of our stages over the window.
 struct StageOps {
   std::string stage;
@@ -75,6 +84,7 @@ struct OpsReport {
   double device_self_total_us = 0;
   std::vector<OpRow> ops;          ///< every row, by self time, descending (CPU rows, then device rows)
   std::vector<StageOps> stages;    ///< in the order of the stage names given to aggregate_ops, present ones only
+  std::vector<StageOpRow> stage_ops;  ///< per stage (same order), then by self time, descending; never split by shape
   double window_step_s = -1;       ///< mean wall time of a profiled step (from the step timer), s
   double baseline_step_s = -1;     ///< mean step of the window before the profile, s; −1 = none
   double postprocess_s = 0;        ///< disable + aggregate + write, s
@@ -92,11 +102,15 @@ OpsReport aggregate_ops(const std::vector<OpEvent>& events, const std::vector<st
 
 /// ops.txt: the table (top `top` rows by self time) and the stage sums. `top` ≤ 0 → every row.
 std::string format_ops_table(const OpsReport& r, int top);
+/// Each stage's operators (calls and self time under that stage only, over the window), top `top` per stage (0 = all):
+/// what ran inside backward, say, which the table's Stage column (the stage of most self time) does not tell.
+std::string format_ops_by_stage(const OpsReport& r, int top);
 /// The stage section alone (stage | timer | scope | ops self | ops/timer | calls), per step.
 std::string format_ops_stages(const OpsReport& r);
 /// ops.csv text: header
 ///   kind,name,input_shapes,stage,device,calls,self_us,self_pct,total_us,avg_us,scope_us,timer_us,alloc_mb
-/// then "op" rows (every row of r.ops) and "stage" rows (name = stage; self_us = its operators' self time).
+/// then "op" rows (every row of r.ops), "stage_op" rows (r.stage_ops: name = operator, stage, calls and self_us
+/// under that stage only) and "stage" rows (name = stage; self_us = its operators' self time).
 std::string ops_csv(const OpsReport& r);
 /// Reads ops.csv back (ops and stages; steps from the stage rows' header comment). Throws std::runtime_error naming
 /// the file and line on a malformed row.
