@@ -1,16 +1,23 @@
 // yolo11-bench-model: forward+backward time of a YOLO11 model (default yolo11n, batch 8, 640) on the current
 // device, NCHW vs channels_last, and eval forward fused vs unfused. A plain main (few iterations, long steps):
 //   yolo11-bench-model [--scale n] [--batch 8] [--imgsz 640] [--iters 3] [--warmup 1] [--threads 0] [--cuda]
+//                      [--profile DIR]
 // Prints one line per configuration (mean and min seconds per iteration, images/s). Figures go to docs/model.md.
+// --profile: one more training step per layout under LibTorch's profiler (instrument::OpsProfiler), its operators
+// under the `forward` and `backward` scopes, written to DIR/nchw and DIR/channels_last (ops.txt, ops.csv), to set
+// beside torch.profiler's table of the reference's model on the same input (docs/benchmarks.md, issue 31).
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "yolo11/instrument/ops_profile.h"
+#include "yolo11/instrument/stages.h"
 #include "yolo11/model/yolo.h"
 #include "model_bench_args.h"
 
@@ -69,13 +76,40 @@ int main(int argc, char** argv) try {
     if (channels_last) model::to_channels_last(*m);
     m->train();
     const auto in = channels_last ? x.contiguous(torch::MemoryFormat::ChannelsLast) : x;
-    const auto s = time_it(a, dev, [&] {
+    instrument::OpsProfiler* prof = nullptr;
+    const auto step = [&] {
       m->zero_grad();
+      if (prof) prof->push(instrument::stage_name(instrument::StepStage::forward));
       const auto feats = m->forward_feats(in);
-      auto loss = feats[0].to(torch::kFloat).square().mean() + feats[1].to(torch::kFloat).square().mean() + feats[2].to(torch::kFloat).square().mean();
+      auto loss = feats[0].to(torch::kFloat).square().mean() + feats[1].to(torch::kFloat).square().mean() +
+                  feats[2].to(torch::kFloat).square().mean();
+      if (prof) {
+        prof->pop();
+        prof->push(instrument::stage_name(instrument::StepStage::backward));
+      }
       loss.backward();
-    });
+      if (prof) prof->pop();
+    };
+    const auto s = time_it(a, dev, step);
     report(channels_last ? "train fwd+bwd, channels_last" : "train fwd+bwd, NCHW", a, s);
+    if (!a.profile.empty()) {
+      const auto dir = a.profile + (channels_last ? "/channels_last" : "/nchw");
+      std::filesystem::create_directories(dir);
+      instrument::OpsProfileOptions po;
+      po.start = 0;
+      po.stop = 1;
+      po.run_dir = dir;
+      instrument::OpsProfiler p(po);
+      prof = &p;
+      p.begin_step(0);
+      const auto t0 = std::chrono::steady_clock::now();
+      step();
+      sync(dev);
+      // the window's last step: aggregates and writes ops.txt / ops.csv
+      p.end_step(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      prof = nullptr;
+      std::printf("  operator profile of one step: %s/ops.txt\n", dir.c_str());
+    }
   }
 
   model::YOLO m(model::ModelOptions{"configs/models/yolo11.yaml", a.scale, 80, true});

@@ -1,6 +1,7 @@
 #pragma once
 // Command line shared by the benchmarks that time a YOLO11 model step (yolo11-bench-model, yolo11-bench-amp):
 //   [--scale n] [--batch B] [--imgsz S] [--iters N] [--warmup N] [--threads N (0 = all cores)] [--cuda]
+//   [--profile DIR] (yolo11-bench-model: one more step per layout under LibTorch's profiler, ops.txt/ops.csv in DIR)
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -12,6 +13,7 @@ struct ModelBenchArgs {
   std::string scale = "n";
   int64_t batch = 8, imgsz = 640, iters = 3, warmup = 1, threads = 0;
   bool cuda = false;
+  std::string profile;  ///< directory for an operator profile of one step per layout; empty = none
 };
 
 /// Parses argv over `defaults`; prints help and exits on --help or a bad option (CLI11's behaviour).
@@ -25,6 +27,7 @@ inline ModelBenchArgs parse_model_bench_args(int argc, char** argv, const std::s
   app.add_option("--warmup", a.warmup, "untimed iterations first")->capture_default_str();
   app.add_option("--threads", a.threads, "intra-op threads (0 = all cores)")->capture_default_str();
   app.add_flag("--cuda", a.cuda, "run on the first CUDA device");
+  app.add_option("--profile", a.profile, "after timing, profile one step per layout into DIR/<layout>/ops.{txt,csv}");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
