@@ -150,15 +150,12 @@ OpsReport aggregate_ops(const std::vector<OpEvent>& events, const std::vector<st
   });
   for (size_t i = 0; i < st.size(); ++i)
     if (seen[i]) r.stages.push_back(std::move(st[i]));
-  size_t begin = 0;  // the map is ordered by stage: sort each stage's run by self time
-  for (auto& [key, row] : stage_rows) r.stage_ops.push_back(std::move(row));
-  for (size_t i = 1; i <= r.stage_ops.size(); ++i) {
-    if (i < r.stage_ops.size() && r.stage_ops[i].stage == r.stage_ops[begin].stage) continue;
-    std::stable_sort(r.stage_ops.begin() + static_cast<std::ptrdiff_t>(begin),
-                     r.stage_ops.begin() + static_cast<std::ptrdiff_t>(i),
-                     [](const StageOpRow& a, const StageOpRow& b) { return a.self_us > b.self_us; });
-    begin = i;
-  }
+  std::vector<std::pair<size_t, StageOpRow>> by_stage;  // (stage index, row): stages in order, each by self time
+  for (auto& [key, row] : stage_rows) by_stage.emplace_back(std::get<0>(key), std::move(row));
+  std::stable_sort(by_stage.begin(), by_stage.end(), [](const auto& a, const auto& b) {
+    return std::make_tuple(a.first, -a.second.self_us) < std::make_tuple(b.first, -b.second.self_us);
+  });
+  for (auto& [stage, row] : by_stage) r.stage_ops.push_back(std::move(row));
   return r;
 }
 
