@@ -16,7 +16,10 @@
 # targets get every key of configs/default.yaml). Limits that make a finding of a slow or greedy input: -timeout=10
 # (s per input), -rss_limit_mb=3072, -malloc_limit_mb=1024 (one allocation). Per target it prints executions,
 # exec/s, cov and ft (libFuzzer's edge and feature counts at the end), corpus size and findings; the findings
-# (crash-*, leak-*, timeout-*, oom-*) are in build-fuzz/findings/<target>/, the log in build-fuzz/logs/<target>.log.
+# (crash-*, leak-*, timeout-*, oom-*) are in build-fuzz/findings/<target>/, the log in build-fuzz/logs/<target>.log;
+# the run prints each finding's message, stack top and first bytes (a CI log shows what was found, not only a count).
+# libFuzzer's -seed fixes the mutation sequence but not what it learns from comparisons (addresses differ per run),
+# so two runs of one commit may find different inputs.
 # Exit status 1 when any target found something. A finding, once fixed, goes to fuzz/regressions/<target>/ (replayed
 # by the gcc test suite: tests/fuzz/test_fuzz_replay.cpp).
 set -euo pipefail
@@ -110,6 +113,23 @@ report() {  # TARGET
   [ "$found" -eq 0 ]
 }
 
+# What a target found, on stderr, so that a CI log shows it without the build tree: the sanitizer's or the entry's
+# own message, the stack frames in project code, libFuzzer's Base64 of the input, and the first 256 bytes of each
+# finding (od -c).
+explain() {  # TARGET
+  local t=$1 f
+  [ -n "$(ls $OUT/findings/"$t")" ] || return 0
+  {
+    echo "[fuzz] $t:"
+    grep -E '^==[0-9a-z-]+==|^SUMMARY:|^Base64:|^ +#[0-9]+ .*(/src/|/fuzz/|/include/yolo11/)' $OUT/logs/"$t".log |
+      head -24 | cut -c1-400
+    for f in $(ls $OUT/findings/"$t" | head -2); do
+      echo "  $f ($(stat -c %s $OUT/findings/"$t"/"$f") bytes):"
+      head -c 256 $OUT/findings/"$t"/"$f" | od -A d -c | sed 's/^/    /'
+    done
+  } >&2
+}
+
 run_all() {  # SECONDS
   local s=$1 t running=0
   local start=$(date +%s)
@@ -123,7 +143,10 @@ run_all() {  # SECONDS
   printf '%-13s %10s %8s %6s %6s %7s %8s\n' target execs exec/s cov ft corpus findings
   local bad=0
   for t in "${TARGETS[@]}"; do report "$t" || bad=1; done
-  [ $bad -eq 0 ] || { echo "[fuzz] findings: see build-fuzz/findings/<target>/ and build-fuzz/logs/<target>.log" >&2; exit 1; }
+  [ $bad -eq 0 ] && return 0
+  for t in "${TARGETS[@]}"; do explain "$t"; done
+  echo "[fuzz] findings: see build-fuzz/findings/<target>/ and build-fuzz/logs/<target>.log" >&2
+  exit 1
 }
 
 case $MODE in

@@ -21,7 +21,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 [[noreturn]] void bad_value(const std::string& key, const std::string& where, const Raw& v, const std::string& why) {
-  throw std::runtime_error("config: bad value for '" + key + "' (" + where + "): " + v.display() + " " + why);
+  throw std::runtime_error("config: bad value for '" + core::printable(key) + "' (" + where +
+                           "): " + core::printable(v.display()) + " " + why);
 }
 
 std::optional<bool> parse_bool(const std::string& t) {
@@ -467,7 +468,7 @@ const KeyDef* find_key(const std::string& name) {
   std::vector<std::string> names;
   for (const auto& k : key_table()) names.push_back(k.name);
   const std::string best = closest_name(key, names);
-  std::string msg = "config: unknown key '" + key + "' (" + where + ").";
+  std::string msg = "config: unknown key '" + core::printable(key) + "' (" + where + ").";
   if (!best.empty()) msg += " Did you mean '" + best + "'?";
   msg += " Valid keys are listed in configs/default.yaml.";
   throw std::runtime_error(msg);

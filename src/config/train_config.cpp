@@ -56,9 +56,16 @@ void apply_yaml_file(TrainConfig& c, const std::string& path, const std::set<std
     throw std::runtime_error("config: file not found: '" + path + "' (check the --cfg / cfg= path)");
   if (fs::is_directory(path))
     throw std::runtime_error("config: '" + path + "' is a directory; pass a YAML file (e.g. --cfg configs/coco128.yaml)");
+  const std::string text = io::read_file(path);
+  // A NUL is no YAML text, and one inside a key or value would cut every later message short (the file name too).
+  if (const size_t nul = text.find('\0'); nul != std::string::npos)
+    throw std::runtime_error(
+        "config: " + path + ":" +
+        std::to_string(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n') + 1) +
+        " holds a NUL byte; a config file is YAML text (was it saved by a binary tool?)");
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw std::runtime_error("config: cannot parse YAML '" + path + "' at line " + std::to_string(e.mark.line + 1) +
                              ": " + e.msg);
@@ -70,7 +77,8 @@ void apply_yaml_file(TrainConfig& c, const std::string& path, const std::set<std
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.Scalar();
     const std::string where = path + ":" + std::to_string(it->first.Mark().line + 1);
-    if (!done.insert(key).second) throw std::runtime_error("config: duplicate key '" + key + "' (" + where + ")");
+    if (!done.insert(key).second)
+      throw std::runtime_error("config: duplicate key '" + core::printable(key) + "' (" + where + ")");
     if (only_keys && !only_keys->count(key)) continue;
     if (key == "cfg") throw std::runtime_error("config: 'cfg' is not allowed inside a config file (" + where + ")");
     apply(c, key, raw_from_node(it->second, key, where), where);
@@ -80,9 +88,12 @@ void apply_yaml_file(TrainConfig& c, const std::string& path, const std::set<std
 
 /// Parses "key=value" (value may be empty, null/None, true/false, a number, a string, or a [a,b] list).
 std::pair<std::string, Raw> parse_override(const std::string& arg) {
+  if (arg.find('\0') != std::string::npos)
+    throw std::runtime_error("config: command-line argument '" + core::printable(arg) + "' holds a NUL byte");
   const auto eq = arg.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw std::runtime_error("config: bad command-line argument '" + arg + "': expected key=value (e.g. epochs=10)");
+    throw std::runtime_error("config: bad command-line argument '" + core::printable(arg) +
+                             "': expected key=value (e.g. epochs=10)");
   std::string key = trim(arg.substr(0, eq));
   std::string val = trim(arg.substr(eq + 1));
   Raw r;

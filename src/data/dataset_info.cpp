@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "yolo11/data/unzip.h"
+#include "yolo11/io/file.h"
 
 namespace yolo11::data {
 namespace fs = std::filesystem;
@@ -126,20 +127,20 @@ DatasetInfo load_yaml(const std::string& yaml_arg, const std::string& datasets_d
   }
   if (fs::is_directory(yaml_path))
     throw std::runtime_error("dataset YAML " + yaml_path + " is a directory; pass the dataset's .yaml file");
+  // A NUL is no YAML text, and one inside a key or value would cut every later message short (the file name too).
+  const std::string text = io::read_file(yaml_path);
+  if (const size_t nul = text.find('\0'); nul != std::string::npos)
+    throw std::runtime_error(
+        "dataset YAML " + yaml_path + ":" +
+        std::to_string(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n') + 1) +
+        " holds a NUL byte; a dataset YAML is text");
   YAML::Node y;
   try {
-    y = YAML::LoadFile(yaml_path);
+    y = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw std::runtime_error("dataset YAML " + yaml_path + " does not parse: " + e.what());
   }
   if (!y.IsMap()) throw std::runtime_error("dataset YAML " + yaml_path + " must be a mapping, got " + dump(y));
-  for (const char* key : {"path", "train", "val", "test"}) {  // a NUL would cut every message naming the path short
-    const YAML::Node v = y[key];
-    bool nul = v && v.IsScalar() && v.Scalar().find('\0') != std::string::npos;
-    if (v && v.IsSequence())
-      for (const auto& x : v) nul = nul || (x.IsScalar() && x.Scalar().find('\0') != std::string::npos);
-    if (nul) throw std::runtime_error("dataset YAML " + yaml_path + ": `" + key + "` holds a NUL byte; paths are text");
-  }
   DatasetInfo info;
   const fs::path yp = fs::absolute(yaml_path).lexically_normal();
   info.yaml = yp.string();

@@ -16,6 +16,7 @@
 
 #include "golden.h"
 #include "yolo11/build_info.h"
+#include "yolo11/core/strings.h"
 #include "yolo11/io/run_dir.h"
 
 namespace fs = std::filesystem;
@@ -124,6 +125,18 @@ TEST(TrainConfig, UnknownOverrideKeySuggestsTheClosestKey) {
   EXPECT_NE(msg.find("unknown key 'imsz'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("command line"), std::string::npos) << msg;
   EXPECT_NE(msg.find("Did you mean 'imgsz'?"), std::string::npos) << msg;
+}
+
+// A NUL in a quoted key once cut the unknown-key message short before the file name (fuzz_config_yaml; input kept
+// in fuzz/regressions/config_yaml). Now the file is refused with its line, and control bytes in a key are escaped.
+TEST(TrainConfig, NulByteInFileIsRefusedWithFileAndLine) {
+  const auto dir = yolo11::test::scratch_dir("config_nul");
+  const auto cfg = write(dir, "nul.yaml", std::string("epochs: 3\nname: 'a: \x04\0\0\0\x01' null\n", 32));
+  const auto msg = error_of([&] { TrainConfig::load(cfg, {}); });
+  EXPECT_NE(msg.find("nul.yaml:2 holds a NUL byte"), std::string::npos) << msg;
+  const auto esc = error_of([] { TrainConfig::load("", {"ep\x1bochs=3"}); });
+  EXPECT_NE(esc.find("unknown key 'ep\\x1bochs'"), std::string::npos) << esc;
+  EXPECT_EQ(yolo11::core::printable(std::string("a\0b\n", 4)), "a\\x00b\\x0a");
 }
 
 TEST(TrainConfig, UnknownKeyInFileNamesFileAndLine) {

@@ -91,6 +91,14 @@ TEST(DatasetYaml, BadNamesAndNcAreErrorsQuotingTheValue) {
   EXPECT_NE(error_of(yaml(d / "v", "train: t\nnames: [a]\n")).find("`val`"), std::string::npos);
 }
 
+// A NUL anywhere in the file (a key, a class name, a comment) is refused with the file and line: inside a value it
+// would cut every later message short, the file name included.
+TEST(DatasetYaml, NulByteAnywhereIsRefusedWithFileAndLine) {
+  const fs::path d = yolo11::test::scratch_dir("yaml_nul");
+  const std::string e = error_of(yaml(d, std::string("train: t\nval: v\nnames: ['a\0b']\n", 31)));
+  EXPECT_NE(e.find("d.yaml:3 holds a NUL byte"), std::string::npos) << e;
+}
+
 TEST(DatasetYaml, ShippedConfigsParseAgainstTheSharedDatasets) {
   const std::string repo = fs::path(__FILE__).parent_path().parent_path().parent_path().string();
   for (const char* n : {"coco8", "coco128", "shapes3"}) {

@@ -15,6 +15,9 @@ std::string trim(const std::string& s);
 std::string join(const std::vector<std::string>& parts, const std::string& sep);
 bool starts_with(std::string_view s, std::string_view prefix);
 bool ends_with(std::string_view s, std::string_view suffix);
+/// `s` as it may go into a message: control bytes (NUL, tab, newline, ESC, DEL, ...) written as \xNN, other bytes
+/// unchanged. A NUL inside an exception's text cuts what() short there, and the file name after it is lost.
+std::string printable(std::string_view s);
 /// Seconds from `t0` to now on the steady clock.
 double seconds_since(std::chrono::steady_clock::time_point t0);
 
