@@ -2,6 +2,7 @@
 #include "yolo11/data/loader.h"
 
 #include <torch/cuda.h>
+#include <ATen/EmptyTensor.h>
 #include <torch/torch.h>
 
 #include <opencv2/core.hpp>
@@ -53,6 +54,17 @@ at::Tensor multi_scale(const at::Tensor& images, int64_t imgsz, int64_t stride, 
   return F::interpolate(images, F::InterpolateFuncOptions().size(ns).mode(torch::kBilinear).align_corners(false));
 }
 
+namespace {
+/// An uninitialised CPU tensor without an ATen operator. torch::empty under deterministic=true fills new memory
+/// (LibTorch's deterministic fill of uninitialised memory), and that fill is a parallel operator: run from a loader
+/// worker it starts an OpenMP team owned by the worker. libgomp then manages more threads than there are cores and
+/// stops spinning between parallel regions for every team, the trainer's included: its intra-op threads sleep and
+/// wake thousands of times a step (docs/instrument.md, "OpenMP teams started by loader threads").
+at::Tensor uninitialized_cpu(at::IntArrayRef sizes, const at::TensorOptions& options) {
+  return at::Tensor(at::detail::empty_cpu(sizes, options));
+}
+}  // namespace
+
 at::Tensor to_float_channels_last(const at::Tensor& u8) {
   // One plain loop on the calling thread: ATen's .to(kFloat).div_(255) from a worker thread would start an OpenMP
   // team of intra-op threads per worker (workers × threads on the cores). Same values: IEEE x / 255.0f, as ATen's
@@ -60,8 +72,8 @@ at::Tensor to_float_channels_last(const at::Tensor& u8) {
   TORCH_CHECK(u8.scalar_type() == torch::kUInt8 && u8.dim() == 4 && u8.is_contiguous(),
               "to_float_channels_last: expected a contiguous uint8 (B, C, H, W) tensor");
   const int64_t B = u8.size(0), C = u8.size(1), H = u8.size(2), W = u8.size(3), plane = H * W;
-  at::Tensor out = torch::empty({B, C, H, W}, torch::TensorOptions().dtype(torch::kFloat).memory_format(
-                                                  torch::MemoryFormat::ChannelsLast));
+  at::Tensor out = uninitialized_cpu(
+      {B, C, H, W}, torch::TensorOptions().dtype(torch::kFloat).memory_format(torch::MemoryFormat::ChannelsLast));
   const uint8_t* src = u8.data_ptr<uint8_t>();
   float* dst = out.data_ptr<float>();  // NHWC in memory
   for (int64_t b = 0; b < B; ++b)
@@ -167,7 +179,7 @@ size_t Loader::queue_depth() const {
 }
 
 at::Tensor Loader::acquire_images(int64_t B, int64_t H, int64_t W) const {
-  if (pin_) return torch::empty({B, 3, H, W}, torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true));
+  if (pin_) return uninitialized_cpu({B, 3, H, W}, torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true));
   const std::vector<int64_t> want{B, 3, H, W};
   {
     std::lock_guard<std::mutex> lk(pool_m_);
@@ -175,7 +187,7 @@ at::Tensor Loader::acquire_images(int64_t B, int64_t H, int64_t W) const {
       // free = no other handle to this TensorImpl and no view sharing its storage
       if (t.use_count() == 1 && t.storage().use_count() == 1 && t.sizes() == want) return t;  // copy under the lock
   }
-  at::Tensor t = torch::empty(want, torch::kUInt8);
+  at::Tensor t = uninitialized_cpu(want, torch::TensorOptions().dtype(torch::kUInt8));
   std::lock_guard<std::mutex> lk(pool_m_);
   if (pool_.size() < static_cast<size_t>(opt_.prefetch + std::max(1, opt_.workers) + 2)) pool_.push_back(t);
   return t;
@@ -225,9 +237,9 @@ Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
   out.images = acquire_images(B, H, W);
   int64_t nt = 0;
   for (const auto& s : samples) nt += static_cast<int64_t>(s.cls.size());
-  out.batch_idx = torch::empty({nt}, torch::kLong);
-  out.cls = torch::empty({nt}, torch::kLong);
-  out.bboxes = torch::empty({nt, 4}, torch::kFloat);
+  out.batch_idx = uninitialized_cpu({nt}, torch::TensorOptions().dtype(torch::kLong));
+  out.cls = uninitialized_cpu({nt}, torch::TensorOptions().dtype(torch::kLong));
+  out.bboxes = uninitialized_cpu({nt, 4}, torch::TensorOptions().dtype(torch::kFloat));
   int64_t* bi = out.batch_idx.data_ptr<int64_t>();
   int64_t* ci = out.cls.data_ptr<int64_t>();
   float* bb = out.bboxes.data_ptr<float>();

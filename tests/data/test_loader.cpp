@@ -325,3 +325,39 @@ TEST(Loader, PerTransformTimesAddUpToTheWorkersBusyTime) {
     if (p.name == "letterbox") lb = p.count;
   EXPECT_EQ(lb, 4);
 }
+
+namespace {
+int thread_count() {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc/self/task")) n += e.is_directory() ? 1 : 0;
+  return n;
+}
+}  // namespace
+
+// A loader worker must not run a parallel ATen operator: the OpenMP team it would start makes libgomp manage more
+// threads than cores and stop spinning for every team, the trainer's included (docs/instrument.md, "OpenMP teams
+// started by loader threads"). torch::empty under deterministic algorithms was one (its deterministic fill of new
+// memory is parallel); the worker count is then the only growth in this process's threads.
+TEST(Loader, WorkersStartNoOpenMpTeamUnderDeterministicAlgorithms) {
+  if (!fs::exists("/proc/self/task")) GTEST_SKIP() << "no /proc/self/task";
+  auto& ctx = at::globalContext();
+  const bool det = ctx.deterministicAlgorithms(), warn = ctx.deterministicAlgorithmsWarnOnly();
+  const int threads = at::get_num_threads();
+  at::set_num_threads(2);
+  ctx.setDeterministicAlgorithms(true, /*warn_only=*/true);
+  (void)torch::ones({1 << 20}).add_(1).sum().item<float>();  // this thread's own team exists before counting
+  auto ds = coco8(true);
+  AugmentOptions aug;
+  aug.imgsz = 320;
+  const int before = thread_count();
+  int during = 0;
+  {
+    Loader l(ds, aug, LoaderOptions{.batch = 2, .workers = 1, .seed = 3, .float_images = true});
+    const auto bs = run_epoch(l, 0);  // 2 batches of 2 × 3 × 320 × 320: above ATen's grain size
+    EXPECT_EQ(bs.size(), 2u);
+    during = thread_count();
+  }
+  ctx.setDeterministicAlgorithms(det, warn);
+  at::set_num_threads(threads);
+  EXPECT_EQ(during - before, 1) << "threads before the loader " << before << ", with one worker " << during;
+}
