@@ -117,6 +117,7 @@ std::vector<WindowSummary> read_breakdown_csv(const std::string& path, std::vect
       opt("major_faults_per_s", w.contention.major_faults_per_s);
       opt("load1", w.contention.load1);
       opt("quota_throttled", w.contention.quota_throttled);
+      opt("voluntary_switches_per_s", w.contention.voluntary_switches_per_s);
       opt("compute_expected_s", w.compute_expected_s);
       opt("compute_speed", w.compute_speed);
       into.push_back(w);
@@ -227,7 +228,8 @@ WindowSummary combine_windows(const std::vector<WindowSummary>& windows) {
     if (w.compute_expected_s > 0) r.compute_expected_s = w.compute_expected_s;
   for (auto f : {&ContentionRates::runq_wait, &ContentionRates::others_cpu, &ContentionRates::steal,
                  &ContentionRates::cpu_pressure, &ContentionRates::memory_pressure, &ContentionRates::io_pressure,
-                 &ContentionRates::major_faults_per_s, &ContentionRates::load1, &ContentionRates::quota_throttled})
+                 &ContentionRates::major_faults_per_s, &ContentionRates::load1, &ContentionRates::quota_throttled,
+                 &ContentionRates::voluntary_switches_per_s})
     r.contention.*f = weighted(f);
   // Known stages in log order first, then the others in order of appearance.
   std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
@@ -367,6 +369,7 @@ std::optional<WindowSummary> read_summary_run(const std::string& path) {
     c.memory_pressure = number(jc, "memory_pressure", -1), c.io_pressure = number(jc, "io_pressure", -1);
     c.major_faults_per_s = number(jc, "major_faults_per_s", -1), c.load1 = number(jc, "load1", -1);
     c.quota_throttled = number(jc, "quota_throttled", -1);
+    c.voluntary_switches_per_s = number(jc, "voluntary_switches_per_s", -1);
   }
   return w;
 }

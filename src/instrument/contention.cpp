@@ -4,6 +4,7 @@
 #include "yolo11/core/cpus.h"
 
 #include <dirent.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -104,6 +105,7 @@ ContentionCounters ContentionReader::read() {
     }
   }
   if (read_proc("/proc/loadavg", buf, sizeof buf)) c.load1 = std::strtod(buf, nullptr);
+  if (rusage u{}; getrusage(RUSAGE_SELF, &u) == 0) c.voluntary_switches = static_cast<double>(u.ru_nvcsw);
   if (!quota_stat_.empty() && read_proc(quota_stat_.c_str(), buf, sizeof buf)) {
     // v1: nr_periods, nr_throttled, throttled_time (ns); v2: nr_periods, nr_throttled, throttled_usec.
     auto field = [&](const char* key) -> double {
@@ -138,6 +140,8 @@ ContentionRates contention_rates(const ContentionCounters& a, const ContentionCo
   r.io_pressure = share(a.psi_io_s, b.psi_io_s);
   if (both(a.major_faults, b.major_faults)) r.major_faults_per_s = (b.major_faults - a.major_faults) / dt_s;
   if (a.load1 >= 0 && b.load1 >= 0) r.load1 = 0.5 * (a.load1 + b.load1);
+  if (both(a.voluntary_switches, b.voluntary_switches))
+    r.voluntary_switches_per_s = (b.voluntary_switches - a.voluntary_switches) / dt_s;
   if (both(a.quota_periods, b.quota_periods) && both(a.quota_throttled_periods, b.quota_throttled_periods) &&
       b.quota_periods > a.quota_periods)
     r.quota_throttled = (b.quota_throttled_periods - a.quota_throttled_periods) / (b.quota_periods - a.quota_periods);

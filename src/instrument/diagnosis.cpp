@@ -127,16 +127,45 @@ std::string contention_evidence(const WindowSummary& w, const AdviceContext& c) 
   s += fmt::format(" on {} usable core{}", std::max(1, c.cores), c.cores == 1 ? "" : "s");
   if (r.quota_throttled >= 0)
     s += fmt::format(", throttled by the CPU quota in {:.0f}% of its periods", 100.0 * r.quota_throttled);
+  if (r.voluntary_switches_per_s >= 100)  // a quiet run makes tens a second (contention.h)
+    s += fmt::format(", {:.0f} voluntary context switches/s", r.voluntary_switches_per_s);
   return s;
 }
+
+bool is_cpu(const std::string& device) { return device.rfind("cpu", 0) == 0; }
 
 /// Cores the loader workers kept busy during the window's steps (their CPU time over the step time); 0 when unknown.
 double loader_cores(const WindowSummary& w) {
   return w.loader_cpu_s > 0 && w.step.total > 0 ? w.loader_cpu_s / w.step.total : 0.0;
 }
 
-/// The cause of slowed compute and what to change, from the settings and the contention figures.
-std::string slowed_cause(const WindowSummary& w, const AdviceContext& c, const DiagnosisThresholds& t) {
+/// "the intra-op threads sleep between operations (N voluntary context switches/s): … → try …" when the process's
+/// threads switch out voluntarily at least `t.voluntary_switches_per_s` times a second, else "".
+std::string sleeping_team(const WindowSummary& w, const AdviceContext& c, const DiagnosisThresholds& t) {
+  const ContentionRates& r = w.contention;
+  if (!(r.voluntary_switches_per_s >= 0 && r.voluntary_switches_per_s >= t.voluntary_switches_per_s)) return {};
+  // libgomp spins between parallel regions only while the process's OpenMP threads fit the cores; a second team,
+  // started by any other thread that runs a parallel operator, makes every team sleep and wake per region.
+  const int cores = std::max(1, c.cores);
+  std::string s = fmt::format(
+      "the intra-op threads sleep between operations ({:.0f} voluntary context switches/s): "
+      "OpenMP stops spinning when this process's OpenMP threads outnumber the {} usable "
+      "core{}, as when a thread other than the trainer's (a loader worker, a callback) runs "
+      "parallel LibTorch operators",
+      r.voluntary_switches_per_s, cores, cores == 1 ? "" : "s");
+  if (c.workers > 0)
+    return s + fmt::format(
+                   " → try workers=0 (the loader then runs on the trainer thread) or threads=1 (now "
+                   "workers={}, threads={})",
+                   c.workers, std::max(1, c.threads));
+  return s +
+         " → find the thread that runs LibTorch operators beside the trainer (gdb -p PID, thread apply all bt), "
+         "or try threads=1";
+}
+
+/// The first cause of slowed compute found, in the order quota, own oversubscription, other processes, memory,
+/// sleeping intra-op threads, and what to change.
+std::string first_slowed_cause(const WindowSummary& w, const AdviceContext& c, const DiagnosisThresholds& t) {
   const ContentionRates& r = w.contention;
   const int cores = std::max(1, c.cores);
   const double loader = loader_cores(w);
@@ -179,8 +208,18 @@ std::string slowed_cause(const WindowSummary& w, const AdviceContext& c, const D
     if (c.batch > 1) changes.push_back(fmt::format("batch={}", std::max<int64_t>(1, c.batch / 2)));
     return s + ": free memory on this machine" + (changes.empty() ? "" : " → try " + join(changes, ", "));
   }
-  return "no cause found among other processes, oversubscription, quota or memory: look at what else runs here "
-         "(top, pidstat)";
+  if (std::string s = sleeping_team(w, c, t); !s.empty()) return s;
+  return "no cause found among other processes, oversubscription, quota, memory or sleeping intra-op threads: look "
+         "at what else runs here (top, pidstat)";
+}
+
+/// The cause of slowed compute and what to change; sleeping intra-op threads are added when another cause comes
+/// first (both slow the compute, and their remedies differ).
+std::string slowed_cause(const WindowSummary& w, const AdviceContext& c, const DiagnosisThresholds& t) {
+  std::string first = first_slowed_cause(w, c, t);
+  const std::string sleeping = sleeping_team(w, c, t);
+  if (!sleeping.empty() && first.rfind(sleeping, 0) != 0) first += "; also " + sleeping;
+  return first;
 }
 
 }  // namespace
@@ -219,7 +258,8 @@ Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const Diagn
     d.advice = optimizer_advice(d, w, ctx);
   } else if (d.compute_share >= t.compute_share &&
              (w.contention.runq_wait >= t.runq_wait || w.contention.quota_throttled >= t.quota_throttled ||
-              (w.compute_speed >= 0 && w.compute_speed < t.compute_speed_low))) {
+              (w.compute_speed >= 0 && w.compute_speed < t.compute_speed_low) ||
+              (is_cpu(ctx.device) && w.contention.voluntary_switches_per_s >= t.voluntary_switches_per_s))) {
     // Compute dominates, but it ran below its calibrated speed or its threads waited for cores: faster hardware
     // would not be the remedy.
     d.bottleneck = Bottleneck::compute_slowed;

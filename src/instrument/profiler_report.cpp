@@ -27,9 +27,11 @@ void Profiler::Impl::flush_csv() {
     if (!csv) throw std::runtime_error("instrument: cannot open " + path + " for writing; check run_dir permissions");
     if (fresh) {
       csv << "kind,epoch,first_step,last_step,steps,images,stage,count,mean_s,p50_s,p95_s,max_s,share,"
-             "images_per_s,gpu_util,cpu_percent,rss_mb,gpu_mem_mb,diagnosis,rank,tflops,mfu,loader_cpu_s,loader_cpu_wait_s,"
-             "runq_wait,others_cpu,steal,cpu_pressure,memory_pressure,io_pressure,major_faults_per_s,load1,quota_throttled,"
-             "compute_expected_s,compute_speed\n";
+             "images_per_s,gpu_util,cpu_percent,rss_mb,gpu_mem_mb,diagnosis,rank,tflops,mfu,loader_cpu_s,loader_cpu_"
+             "wait_s,"
+             "runq_wait,others_cpu,steal,cpu_pressure,memory_pressure,io_pressure,major_faults_per_s,load1,quota_"
+             "throttled,"
+             "compute_expected_s,compute_speed,voluntary_switches_per_s\n";
     }
   }
   csv << csv_buffer;
@@ -43,12 +45,14 @@ void Profiler::Impl::write_csv(const WindowSummary& w, const Diagnosis& d, bool 
   const ContentionRates& c = w.contention;
   auto row = [&](const StageSummary& s, const std::string& diag) {
     csv_buffer += fmt::format(
-        "{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},{:.3f},{:.1f},{:.1f},{:.1f},{:.1f},\"{}\",{},{:.4g},"
-        "{:.4g},{:.4f},{:.4f},{:.4f},{:.3f},{:.3f},{:.4f},{:.4f},{:.4f},{:.1f},{:.2f},{:.3f},{:.4f},{:.3f}\n",
+        "{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},{:.3f},{:.1f},{:.1f},{:.1f},{:.1f},\"{}\",{},{:.4g}"
+        ","
+        "{:.4g},{:.4f},{:.4f},{:.4f},{:.3f},{:.3f},{:.4f},{:.4f},{:.4f},{:.1f},{:.2f},{:.3f},{:.4f},{:.3f},{:.1f}\n",
         w.kind, w.epoch, w.first_step, w.last_step, w.steps, w.images, s.name, s.count, s.mean, s.p50, s.p95, s.max,
         s.share, w.images_per_s, w.gpu_util, w.cpu_percent, w.rss_mb, w.gpu_mem_mb, diag, o.rank, w.tflops, w.mfu,
         w.loader_cpu_s, w.loader_cpu_wait_s, c.runq_wait, c.others_cpu, c.steal, c.cpu_pressure, c.memory_pressure,
-        c.io_pressure, c.major_faults_per_s, c.load1, c.quota_throttled, w.compute_expected_s, w.compute_speed);
+        c.io_pressure, c.major_faults_per_s, c.load1, c.quota_throttled, w.compute_expected_s, w.compute_speed,
+        c.voluntary_switches_per_s);
   };
   for (const auto& s : w.stages) {
     if (s.count > 0) row(s, s.per_epoch ? "per_epoch" : "");
@@ -75,8 +79,12 @@ nlohmann::json Profiler::Impl::to_json(const WindowSummary& w, const Diagnosis* 
                       {"steps", w.steps},
                       {"images", w.images},
                       {"images_per_s", w.images_per_s},
-                      {"step", {{"mean_s", w.step.mean}, {"p50_s", w.step.p50}, {"p95_s", w.step.p95},
-                                {"max_s", w.step.max}, {"total_s", w.step.total}}},
+                      {"step",
+                       {{"mean_s", w.step.mean},
+                        {"p50_s", w.step.p50},
+                        {"p95_s", w.step.p95},
+                        {"max_s", w.step.max},
+                        {"total_s", w.step.total}}},
                       {"stages", stages},
                       {"gpu_util", na(w.gpu_util)},
                       {"gpu_mem_mb", na(w.gpu_mem_mb)},
@@ -93,15 +101,17 @@ nlohmann::json Profiler::Impl::to_json(const WindowSummary& w, const Diagnosis* 
                       {"loader_cpu_wait_s", na(w.loader_cpu_wait_s)},
                       {"compute_expected_s", na(w.compute_expected_s)},
                       {"compute_speed", na(w.compute_speed)},
-                      {"contention", {{"runq_wait", na(w.contention.runq_wait)},
-                                      {"others_cpu", na(w.contention.others_cpu)},
-                                      {"steal", na(w.contention.steal)},
-                                      {"cpu_pressure", na(w.contention.cpu_pressure)},
-                                      {"memory_pressure", na(w.contention.memory_pressure)},
-                                      {"io_pressure", na(w.contention.io_pressure)},
-                                      {"major_faults_per_s", na(w.contention.major_faults_per_s)},
-                                      {"load1", na(w.contention.load1)},
-                                      {"quota_throttled", na(w.contention.quota_throttled)}}}};
+                      {"contention",
+                       {{"runq_wait", na(w.contention.runq_wait)},
+                        {"others_cpu", na(w.contention.others_cpu)},
+                        {"steal", na(w.contention.steal)},
+                        {"cpu_pressure", na(w.contention.cpu_pressure)},
+                        {"memory_pressure", na(w.contention.memory_pressure)},
+                        {"io_pressure", na(w.contention.io_pressure)},
+                        {"major_faults_per_s", na(w.contention.major_faults_per_s)},
+                        {"load1", na(w.contention.load1)},
+                        {"quota_throttled", na(w.contention.quota_throttled)},
+                        {"voluntary_switches_per_s", na(w.contention.voluntary_switches_per_s)}}}};
   if (d != nullptr) {
     j["diagnosis"] = {{"bottleneck", to_string(d->bottleneck)}, {"reason", d->reason}, {"advice", d->advice},
                       {"data_share", d->data_share},           {"data_tail", d->data_tail},
@@ -249,7 +259,7 @@ void Profiler::record_ranks(const RankReport& r) {
     for (size_t k = 0; k < kRankFields.size(); ++k) {
       const double v = r.rows[i][k];
       const bool last = k + 1 == kRankFields.size();
-      m.csv_buffer += fmt::format("rank,{},{},{},{},,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,,,,,,,,,,,,\n", r.epoch,
+      m.csv_buffer += fmt::format("rank,{},{},{},{},,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,,,,,,,,,,,,,\n", r.epoch,
                                   r.first_step, r.last_step, steps, kRankFields[k], steps, v, v, v, v,
                                   step > 0 ? v / step : 0.0, last ? verdict : "", i);
     }
@@ -263,7 +273,7 @@ void Profiler::record_loader(int64_t epoch, const std::vector<LoaderPartStats>& 
   for (const auto& p : parts) {
     if (p.count == 0) continue;
     const double mean = p.total_s / static_cast<double>(p.count);
-    impl_->csv_buffer += fmt::format("loader,{},-1,-1,-1,,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,,,,,,,,,,,,\n",
+    impl_->csv_buffer += fmt::format("loader,{},-1,-1,-1,,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,,,,,,,,,,,,,\n",
                                      epoch, p.name, p.count, mean, p.p50_s, p.p95_s, p.p95_s, p.share,
                                      p.name == "other" ? n : "", impl_->o.rank);
   }

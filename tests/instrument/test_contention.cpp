@@ -11,9 +11,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <torch/torch.h>
 
 #include "golden.h"
 #include "yolo11/core/cpus.h"
@@ -88,6 +91,7 @@ TEST(Contention, RatesAreDifferencesOverTheSpan) {
   b = a;
   b.own_run_s = 12, b.own_wait_s = 4, b.machine_busy_s = 104, b.psi_cpu_s = 6, b.psi_io_s = 1.5, b.major_faults = 410;
   b.load1 = 3.0, b.quota_periods = 120, b.quota_throttled_periods = 65;
+  a.voluntary_switches = 1000, b.voluntary_switches = 1600;
   const ContentionRates r = instrument::contention_rates(a, b, 2.0, 2.0);  // 2 s; this process used 2 s of CPU
   EXPECT_DOUBLE_EQ(r.runq_wait, 0.5);     // waited 2 s, ran 2 s
   EXPECT_DOUBLE_EQ(r.others_cpu, 1.0);    // (4 − 2) s of others' CPU over 2 s
@@ -97,6 +101,7 @@ TEST(Contention, RatesAreDifferencesOverTheSpan) {
   EXPECT_DOUBLE_EQ(r.major_faults_per_s, 200.0);
   EXPECT_DOUBLE_EQ(r.load1, 2.0);
   EXPECT_DOUBLE_EQ(r.quota_throttled, 0.75);
+  EXPECT_DOUBLE_EQ(r.voluntary_switches_per_s, 300.0);
   instrument::ContentionCounters none;
   const ContentionRates n = instrument::contention_rates(none, none, 2.0, 1.0);
   EXPECT_LT(n.runq_wait, 0);
@@ -198,6 +203,32 @@ TEST(SlowedCompute, MemoryPressureIsNamed) {
   EXPECT_NE(d.advice.find("memory pressure (850 major page faults/s, memory pressure 35%)"), std::string::npos)
       << d.to_string();
   EXPECT_NE(d.advice.find("try cache=disk, batch=8"), std::string::npos) << d.to_string();
+}
+
+TEST(SlowedCompute, SleepingIntraOpThreadsAreNamedWithTheLoaderAdvice) {
+  auto w = compute_window(0.05, 0.0);  // no run-queue wait, no other processes, no calibration
+  w.contention.voluntary_switches_per_s = 5800;
+  const auto d = instrument::diagnose(w, cpu_ctx(2, 2));
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute_slowed) << d.to_string();
+  EXPECT_NE(d.reason.find("5800 voluntary context switches/s"), std::string::npos) << d.reason;
+  EXPECT_NE(d.advice.find("the intra-op threads sleep between operations (5800 voluntary context switches/s)"),
+            std::string::npos)
+      << d.advice;
+  EXPECT_NE(d.advice.find("try workers=0 (the loader then runs on the trainer thread) or threads=1 (now workers=2, "
+                          "threads=2)"),
+            std::string::npos)
+      << d.advice;
+  AdviceContext inline_loader = cpu_ctx(2, 2);
+  inline_loader.workers = 0;
+  EXPECT_NE(instrument::diagnose(w, inline_loader).advice.find("find the thread that runs LibTorch operators"),
+            std::string::npos);
+  // A quiet run's tens a second, and any rate on a GPU run (its host thread waits for the device), stay compute-bound.
+  w.contention.voluntary_switches_per_s = 35;
+  EXPECT_EQ(instrument::diagnose(w, cpu_ctx(2, 2)).bottleneck, Bottleneck::compute);
+  w.contention.voluntary_switches_per_s = 5800;
+  AdviceContext gpu = cpu_ctx(2, 2);
+  gpu.device = "cuda:0";
+  EXPECT_NE(instrument::diagnose(w, gpu).bottleneck, Bottleneck::compute_slowed);
 }
 
 TEST(SlowedCompute, ADataBoundRunSaysWhenTheLoaderIsShortOfCpuOrDisk) {
@@ -323,6 +354,75 @@ TEST(SlowedComputeProcess, TwiceAsManyThreadsAsCoresIsOwnOversubscription) {
   EXPECT_EQ(d.bottleneck, Bottleneck::compute_slowed) << d.to_string();
   EXPECT_NE(d.advice.find("the run's own oversubscription: threads=" + std::to_string(2 * cores)), std::string::npos)
       << d.to_string();
+}
+
+// The trainer's thread runs parallel LibTorch operators (an OpenMP team of `cores` threads) while, with `side_team`,
+// another thread of the process has started its own team and waits: libgomp now manages more threads than cores and
+// stops spinning between regions, so the intra-op threads sleep and wake per operator. That is what a loader worker
+// running a parallel operator did (docs/instrument.md); here it is made to happen directly.
+std::pair<WindowSummary, instrument::Diagnosis> omp_run(const std::string& name, bool side_team) {
+  const int cores = core::usable_cores().usable;
+  const int threads = at::get_num_threads();
+  at::set_num_threads(cores);
+  std::promise<void> done;
+  std::promise<void> started;
+  std::thread side;
+  if (side_team) {
+    side = std::thread([&, f = done.get_future()]() mutable {
+      (void)torch::ones({1 << 20}).add_(1).sum().item<float>();  // starts this thread's team, which stays
+      started.set_value();
+      f.wait();
+    });
+    started.get_future().wait();
+  }
+  instrument::ProfilerOptions o;
+  o.log_every = 6;
+  o.log_lines = false;
+  o.run_dir = test::scratch_dir(name);
+  o.setting.device = "cpu";
+  o.setting.threads = cores;
+  o.setting.workers = 1;
+  o.sample_hz = 20;
+  at::Tensor x = torch::zeros({1 << 17});
+  {
+    instrument::Profiler p(o);
+    p.begin_epoch(0);
+    for (int i = 0; i < 6; ++i) {
+      p.begin_step(i);
+      { auto s = p.stage("dataloader"); }
+      {
+        auto s = p.stage("forward");
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
+        while (std::chrono::steady_clock::now() < until) x.add_(1);  // one parallel region each
+      }
+      p.end_step(8);
+    }
+    p.end_epoch();
+    p.finish();
+  }
+  done.set_value();
+  if (side.joinable()) side.join();
+  at::set_num_threads(threads);
+  const auto run = instrument::read_summary_run(o.run_dir + "/summary.json");
+  EXPECT_TRUE(run.has_value());
+  instrument::Diagnosis d;
+  std::string src;
+  const AdviceContext ctx = instrument::load_context(o.run_dir, src);
+  if (run) d = instrument::diagnose(*run, ctx);
+  return {run.value_or(WindowSummary{}), d};
+}
+
+TEST(SlowedComputeProcess, AnotherThreadsOpenMpTeamMakesTheIntraOpThreadsSleep) {
+  if (core::usable_cores().usable < 2) GTEST_SKIP() << "one usable core: no intra-op team to put to sleep";
+  const auto [quiet, dq] = omp_run("contention_omp_alone", false);
+  const auto [w, d] = omp_run("contention_omp_side_team", true);
+  if (w.contention.voluntary_switches_per_s < 0) GTEST_SKIP() << "no getrusage context switch counts";
+  EXPECT_GE(w.contention.voluntary_switches_per_s, 1000) << d.to_string();
+  EXPECT_GT(w.contention.voluntary_switches_per_s, 4 * quiet.contention.voluntary_switches_per_s)
+      << "alone: " << dq.to_string() << "\nwith a second team: " << d.to_string();
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute_slowed) << d.to_string();
+  EXPECT_NE(d.advice.find("the intra-op threads sleep between operations"), std::string::npos) << d.to_string();
+  EXPECT_NE(d.advice.find("try workers=0"), std::string::npos) << d.to_string();
 }
 
 // A child process moved into a new cgroup v1 "cpu" group with a quota of one core: its usable cores, its profiler

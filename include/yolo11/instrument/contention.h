@@ -5,7 +5,9 @@
 //     waiting for one), summed over the threads alive at consecutive readings;
 //   - the machine's busy and steal time (/proc/stat), from which CPU used by other processes follows;
 //   - pressure stall information (/proc/pressure/{cpu,memory,io}, "some" line: time at least one task stalled);
-//   - this process's major page faults (/proc/self/stat) and the 1-minute load (/proc/loadavg).
+//   - this process's major page faults (/proc/self/stat) and the 1-minute load (/proc/loadavg);
+//   - this process's voluntary context switches (getrusage, all threads): a thread that sleeps and wakes, e.g. an
+//     OpenMP intra-op thread that stopped spinning between parallel regions.
 // Linux only; anything unreadable stays −1 (n/a), never an error.
 #include <cstdint>
 #include <map>
@@ -22,6 +24,7 @@ struct ContentionCounters {
   double psi_cpu_s = -1, psi_memory_s = -1, psi_io_s = -1;  ///< "some" stall time, whole machine (or cgroup)
   double major_faults = -1;    ///< this process's major page faults (count)
   double load1 = -1;           ///< 1-minute load average (runnable + uninterruptible tasks)
+  double voluntary_switches = -1;  ///< this process's voluntary context switches, all threads (count)
   /// The cgroup CPU quota's enforcement (cpu.stat of the cgroup that sets it, core/cpus.h): quota periods, periods in
   /// which the cgroup ran out of quota, time throttled (s); −1 without a quota.
   double quota_periods = -1, quota_throttled_periods = -1, quota_throttled_s = -1;
@@ -52,6 +55,9 @@ struct ContentionRates {
   double major_faults_per_s = -1;
   double load1 = -1;         ///< mean of the two readings
   double quota_throttled = -1;  ///< share of the cgroup quota's periods in which it ran out (0..1); −1 = no quota
+  /// Voluntary context switches of this process's threads per second: tens on a quiet run (condition waits of the
+  /// loader and sampler), thousands when the intra-op threads sleep between parallel regions.
+  double voluntary_switches_per_s = -1;
 };
 /// `own_cpu_s`: this process's CPU time over the span (the sampler's process clock), subtracted from the machine's.
 ContentionRates contention_rates(const ContentionCounters& a, const ContentionCounters& b, double dt_s,

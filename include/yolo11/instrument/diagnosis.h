@@ -37,6 +37,10 @@ struct DiagnosisThresholds {
   double memory_pressure = 0.10;    ///< ... or /proc/pressure/memory "some" ≥ this share of the time
   /// ... or a cgroup CPU quota that ran out in ≥ this share of its periods (the kernel stopped the run's threads)
   double quota_throttled = 0.5;
+  /// ... or the process's threads switched out voluntarily ≥ this often per second (contention.h): the intra-op
+  /// threads sleep between parallel regions instead of spinning. Measured on 2 cores: 20–40/s on a quiet run,
+  /// about 5,800/s when a loader thread's OpenMP team made libgomp stop spinning (docs/instrument.md).
+  double voluntary_switches_per_s = 1000;
   /// ... or compute below this share of its calibrated speed (engine/calibration.h: calibrated / measured time)
   double compute_speed_low = 0.7;
 };
