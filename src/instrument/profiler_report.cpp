@@ -259,9 +259,10 @@ void Profiler::record_ranks(const RankReport& r) {
     for (size_t k = 0; k < kRankFields.size(); ++k) {
       const double v = r.rows[i][k];
       const bool last = k + 1 == kRankFields.size();
-      m.csv_buffer += fmt::format("rank,{},{},{},{},,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,,,,,,,,,,,,,\n", r.epoch,
-                                  r.first_step, r.last_step, steps, kRankFields[k], steps, v, v, v, v,
-                                  step > 0 ? v / step : 0.0, last ? verdict : "", i);
+      m.csv_buffer +=
+          fmt::format("rank,{},{},{},{},,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,,,,,,,,,,,,,\n",
+                      r.epoch, r.first_step, r.last_step, steps, kRankFields[k], steps, v, v, v, v,
+                      step > 0 ? v / step : 0.0, last ? verdict : "", i);
     }
   }
 }
@@ -273,9 +274,9 @@ void Profiler::record_loader(int64_t epoch, const std::vector<LoaderPartStats>& 
   for (const auto& p : parts) {
     if (p.count == 0) continue;
     const double mean = p.total_s / static_cast<double>(p.count);
-    impl_->csv_buffer += fmt::format("loader,{},-1,-1,-1,,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,,,,,,,,,,,,,\n",
-                                     epoch, p.name, p.count, mean, p.p50_s, p.p95_s, p.p95_s, p.share,
-                                     p.name == "other" ? n : "", impl_->o.rank);
+    impl_->csv_buffer += fmt::format(
+        "loader,{},-1,-1,-1,,{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.4f},,,,,,\"{}\",{},,,,,,,,,,,,,,,,\n", epoch, p.name,
+        p.count, mean, p.p50_s, p.p95_s, p.p95_s, p.share, p.name == "other" ? n : "", impl_->o.rank);
   }
   impl_->flush_csv();
 }
