@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 
 #include "yolo11_test_config.h"
 
@@ -34,12 +35,34 @@ std::string dataset_dir(const std::string& name) {
                            "; run tools/get_dataset.sh " + name);
 }
 
+namespace {
+fs::path test_scratch_root(const ::testing::TestInfo* info) {
+  fs::path p = fs::path(YOLO11_TEST_BINARY_DIR) / "test_scratch";
+  if (info) p /= std::string(info->test_suite_name()) + "." + info->name();
+  return p;
+}
+
+// Removes a test's scratch folders when it passes or skips; a failed test's stay for reading. The suite's training
+// runs leave checkpoints, plots and traces there (a whole suite's worth filled a CI disk), so only failures keep them.
+class ScratchCleaner : public ::testing::EmptyTestEventListener {
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    const char* keep = std::getenv("YOLO11_KEEP_SCRATCH");
+    if (info.result()->Failed() || (keep && *keep && std::string(keep) != "0")) return;
+    std::error_code ec;
+    fs::remove_all(test_scratch_root(&info), ec);
+  }
+};
+// Registered before gtest_main runs the tests: this object is linked into every test binary that calls scratch_dir.
+[[maybe_unused]] const bool scratch_cleaner_registered = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new ScratchCleaner);
+  return true;
+}();
+}  // namespace
+
 std::string scratch_dir(const std::string& name) {
   // One folder per running test: ctest runs tests in parallel processes, and two tests that picked the same
   // name must not remove each other's files.
-  fs::path p = fs::path(YOLO11_TEST_BINARY_DIR) / "test_scratch";
-  if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info())
-    p /= std::string(info->test_suite_name()) + "." + info->name();
+  fs::path p = test_scratch_root(::testing::UnitTest::GetInstance()->current_test_info());
   p /= name;
   fs::remove_all(p);
   fs::create_directories(p);

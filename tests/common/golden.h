@@ -19,7 +19,8 @@ io::TensorFile load_golden(const std::string& name);
 /// Throws naming both paths and the fetch command when neither exists.
 std::string dataset_dir(const std::string& name);
 /// A fresh empty directory <build>/test_scratch/<Suite.Test>/<name> (removed and re-created): unique per test, so
-/// tests running in parallel never share one.
+/// tests running in parallel never share one. Removed again when the test passes or skips; a failed test's stays
+/// (env YOLO11_KEEP_SCRATCH=1 keeps every test's).
 std::string scratch_dir(const std::string& name);
 
 /// |got − ref| ≤ atol + rtol·|ref| elementwise (after casting both to double). Returns a gtest assertion
