@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
@@ -21,42 +22,25 @@
 
 #include "yolo11/data/opencv_threads.h"
 #include "yolo11/io/file.h"
+#include "yolo11/io/npy.h"
 
 namespace yolo11::data {
 namespace fs = std::filesystem;
 
-// ---- .npy ---------------------------------------------------------------------------------------------------------
-void save_npy(const std::string& path, const cv::Mat& img) {
-  if (img.type() != CV_8UC3) throw std::runtime_error("save_npy: expected CV_8UC3 for " + path);
-  std::string header = "{'descr': '|u1', 'fortran_order': False, 'shape': (" + std::to_string(img.rows) + ", " +
-                       std::to_string(img.cols) + ", 3), }";
-  const size_t total = 10 + header.size() + 1;
-  header.append((64 - total % 64) % 64, ' ');
-  header.push_back('\n');
-  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
-  const auto hl = static_cast<uint16_t>(header.size());
-  bytes.push_back(static_cast<char>(hl & 0xFF));
-  bytes.push_back(static_cast<char>(hl >> 8));
-  bytes += header;
+// ---- cache=disk: an HWC uint8 image as a .npy (io/npy.h) ----------------------------------------------------------
+static void save_image_npy(const std::string& path, const cv::Mat& img) {
+  if (img.type() != CV_8UC3) throw std::runtime_error("cache=disk: expected an 8-bit 3-channel image for " + path);
   const cv::Mat c = img.isContinuous() ? img : img.clone();
-  bytes.append(reinterpret_cast<const char*>(c.data), c.total() * 3);
-  io::write_file_atomic(path, bytes);
+  io::write_npy_u8(path, c.data, {c.rows, c.cols, 3});
 }
 
-cv::Mat load_npy(const std::string& path) {
-  const std::string b = io::read_file(path);
-  if (b.size() < 10 || b.compare(0, 6, "\x93NUMPY") != 0) throw std::runtime_error(path + " is not a .npy file");
-  const size_t hl = static_cast<unsigned char>(b[8]) | (static_cast<unsigned char>(b[9]) << 8);
-  const std::string header = b.substr(10, hl);
-  const auto p = header.find("'shape': (");
-  if (p == std::string::npos || header.find("'|u1'") == std::string::npos)
-    throw std::runtime_error(path + ": unsupported .npy header " + header);
-  int h = 0, w = 0, c = 0;
-  if (std::sscanf(header.c_str() + p + 10, "%d, %d, %d", &h, &w, &c) != 3 || c != 3 || h <= 0 || w <= 0)
-    throw std::runtime_error(path + ": unsupported .npy shape in " + header);
-  if (b.size() != 10 + hl + static_cast<size_t>(h) * w * 3) throw std::runtime_error(path + ": truncated .npy");
-  cv::Mat m(h, w, CV_8UC3);
-  std::memcpy(m.data, b.data() + 10 + hl, static_cast<size_t>(h) * w * 3);
+static cv::Mat load_image_npy(const std::string& path) {
+  const io::NpyU8 a = io::read_npy_u8(path);
+  if (a.shape.size() != 3 || a.shape[2] != 3 || a.shape[0] <= 0 || a.shape[1] <= 0 ||
+      a.shape[0] > std::numeric_limits<int>::max() || a.shape[1] > std::numeric_limits<int>::max())
+    throw std::runtime_error(path + ": not an image (a .npy of shape (h, w, 3) is expected)");
+  cv::Mat m(static_cast<int>(a.shape[0]), static_cast<int>(a.shape[1]), CV_8UC3);
+  std::memcpy(m.data, a.data(), a.size());
   return m;
 }
 
@@ -228,12 +212,12 @@ Dataset::Dataset(const std::vector<std::string>& sources, const DatasetInfo& inf
           if (!dir_writable(fs::path(npy_files_[i]).parent_path().string()))
             throw std::runtime_error("read-only image dir");
           remove_stale_npy(im_files_[i], npy_files_[i]);
-          save_npy(npy_files_[i], img);
+          save_image_npy(npy_files_[i], img);
           ++written;
           continue;
         } catch (const std::exception&) {
           fs::create_directories(fs::path(npy_path(i, true)).parent_path());
-          save_npy(npy_path(i, true), img);
+          save_image_npy(npy_path(i, true), img);
           ++written;
         }
       }
@@ -309,9 +293,15 @@ std::array<int64_t, 2> Dataset::resized_shape(size_t i) const {
 cv::Mat Dataset::load_uncached(size_t i) const {
   if (!npy_files_.empty()) {
     try {
-      return resize_long_side(load_npy(npy_files_[i]), opt_.imgsz);
-    } catch (const std::exception&) {
-      // unreadable cache file: decode the original
+      return resize_long_side(load_image_npy(npy_files_[i]), opt_.imgsz);
+    } catch (const std::exception& e) {
+      // an unreadable cache file: the original is decoded instead (said once per process; the run goes on)
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true))
+        spdlog::warn(
+            "cache=disk: {}; decoding {} instead (delete the .npy files to rebuild them; further unreadable "
+            "cache files are not reported)",
+            e.what(), im_files_[i]);
     }
   }
   return resize_long_side(read_image(im_files_[i]), opt_.imgsz);

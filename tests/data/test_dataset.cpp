@@ -83,6 +83,10 @@ TEST(ImageCache, RamAndDiskCachesGiveTheSamePixelsAsDecoding) {
     EXPECT_EQ(cv::norm(a, b, cv::NORM_INF), 0.0);
     EXPECT_EQ(cv::norm(a, c, cv::NORM_INF), 0.0);
   }
+  // The pixels come from the .npy: with the original gone, the disk cache still gives them.
+  const cv::Mat first = plain.load(0).img;
+  fs::remove(plain.im_file(0));
+  EXPECT_EQ(cv::norm(first, disk.load(0).img, cv::NORM_INF), 0.0);
 }
 
 TEST(ImageCache, DiskCacheFallsBackWhenTheImageDirIsReadOnly) {

@@ -108,8 +108,4 @@ class Dataset {
 /// Other out-of-range rows only skip their images (the Dataset warns once with the counts).
 void check_class_ids(const ScanStats& stats, const DatasetInfo& info);
 
-/// Writes / reads a HWC uint8 image as a NumPy .npy file (v1.0, '|u1', C order, shape (h, w, 3)).
-void save_npy(const std::string& path, const cv::Mat& img);
-cv::Mat load_npy(const std::string& path);
-
 }  // namespace yolo11::data
