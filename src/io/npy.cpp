@@ -4,6 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "yolo11/core/strings.h"
 #include "yolo11/io/file.h"
 
 namespace yolo11::io {
@@ -53,16 +54,16 @@ std::vector<int64_t> parse_shape(const std::string& path, const std::string& t) 
 }  // namespace
 
 void write_npy_u8(const std::string& path, const uint8_t* data, const std::vector<int64_t>& shape) {
-  std::string dims;
+  std::vector<std::string> dims;
   size_t n = 1;
   for (const int64_t d : shape) {
     if (d < 0) throw std::invalid_argument("write_npy_u8: negative dimension for " + path);
-    dims += std::to_string(d) + ", ";
+    dims.push_back(std::to_string(d));
     n *= static_cast<size_t>(d);
   }
-  if (shape.size() > 1) dims.resize(dims.size() - 2);  // (h, w, 3); one dimension keeps its comma: (5,)
-  if (shape.size() == 1) dims.pop_back();
-  std::string header = "{'descr': '|u1', 'fortran_order': False, 'shape': (" + dims + "), }";
+  // Python's tuple: (h, w, 3); one dimension keeps its comma, (5,); none is ()
+  const std::string tuple = "(" + core::join(dims, ", ") + (shape.size() == 1 ? ",)" : ")");
+  std::string header = "{'descr': '|u1', 'fortran_order': False, 'shape': " + tuple + ", }";
   const size_t unpadded = 10 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
   header.push_back('\n');

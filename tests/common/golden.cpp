@@ -35,6 +35,11 @@ std::string dataset_dir(const std::string& name) {
                            "; run tools/get_dataset.sh " + name);
 }
 
+bool keep_scratch() {
+  const char* keep = std::getenv("YOLO11_KEEP_SCRATCH");
+  return keep && *keep && std::string(keep) != "0";
+}
+
 namespace {
 fs::path test_scratch_root(const ::testing::TestInfo* info) {
   fs::path p = fs::path(YOLO11_TEST_BINARY_DIR) / "test_scratch";
@@ -46,8 +51,7 @@ fs::path test_scratch_root(const ::testing::TestInfo* info) {
 // runs leave checkpoints, plots and traces there (a whole suite's worth filled a CI disk), so only failures keep them.
 class ScratchCleaner : public ::testing::EmptyTestEventListener {
   void OnTestEnd(const ::testing::TestInfo& info) override {
-    const char* keep = std::getenv("YOLO11_KEEP_SCRATCH");
-    if (info.result()->Failed() || (keep && *keep && std::string(keep) != "0")) return;
+    if (info.result()->Failed() || keep_scratch()) return;
     std::error_code ec;
     fs::remove_all(test_scratch_root(&info), ec);
   }

@@ -22,6 +22,8 @@ std::string dataset_dir(const std::string& name);
 /// tests running in parallel never share one. Removed again when the test passes or skips; a failed test's stays
 /// (env YOLO11_KEEP_SCRATCH=1 keeps every test's).
 std::string scratch_dir(const std::string& name);
+/// True when env YOLO11_KEEP_SCRATCH is set to anything but "" or "0": every test keeps its scratch folders.
+bool keep_scratch();
 
 /// |got − ref| ≤ atol + rtol·|ref| elementwise (after casting both to double). Returns a gtest assertion
 /// result that names the worst element, its index, both values and how many elements failed.

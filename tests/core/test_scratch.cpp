@@ -2,7 +2,6 @@
 // failing test's stay for reading. Checked by running this binary on two helper tests, as ctest runs one test.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -33,8 +32,7 @@ TEST(Scratch, DISABLED_HelperFails) {
 }
 
 TEST(Scratch, APassingTestsFoldersAreRemovedAFailingTestsStay) {
-  if (const char* keep = std::getenv("YOLO11_KEEP_SCRATCH"); keep && *keep && std::string(keep) != "0")
-    GTEST_SKIP() << "YOLO11_KEEP_SCRATCH is set: every test keeps its scratch folders";
+  if (keep_scratch()) GTEST_SKIP() << "YOLO11_KEEP_SCRATCH is set: every test keeps its scratch folders";
   const fs::path log = fs::path(scratch_dir("log")) / "helpers.log";
   const fs::path passed = helper_scratch("DISABLED_HelperPasses");
   const fs::path failed = helper_scratch("DISABLED_HelperFails");
