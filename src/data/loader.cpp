@@ -123,6 +123,7 @@ Loader::Loader(std::shared_ptr<Dataset> ds, AugmentOptions aug, LoaderOptions op
 }
 
 Loader::~Loader() {
+  resume();
   {
     std::lock_guard<std::mutex> lk(m_);
     stop_ = true;
@@ -214,6 +215,7 @@ Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
   std::vector<AugmentedSample> samples(static_cast<size_t>(B));
   const SampleSource src = ds.source();
   for (int64_t k = 0; k < B; ++k) {
+    pause_point();
     const int64_t idx = order[static_cast<size_t>(i0 + k)];
     if (aug.augment) {
       Rng rng = Rng::for_sample(opt_.seed, epoch, idx);
@@ -300,6 +302,10 @@ void Loader::worker_loop(int worker) {
       ready_[b];  // reserve the slot (empty = in progress)
     }
     Slot slot;
+    {
+      std::lock_guard<std::mutex> lk(pause_m_);
+      ++building_;
+    }
     rec_->begin_batch(worker);
     try {
       slot.batch = build_batch(b, epoch, *aug, *order);
@@ -307,13 +313,46 @@ void Loader::worker_loop(int worker) {
       slot.error = std::current_exception();
     }
     rec_->end_batch(worker, slot.batch ? slot.batch->size() : 0);
+    bool keep = false;
     {
       std::lock_guard<std::mutex> lk(m_);
-      if (gen != generation_) continue;  // epoch restarted meanwhile: discard
-      ready_[b] = std::move(slot);
+      keep = gen == generation_;  // else the epoch restarted meanwhile: discard
+      if (keep) ready_[b] = std::move(slot);
     }
-    cv_ready_.notify_all();
+    {  // after the batch is delivered: a pause() that returned sees no batch finish later
+      std::lock_guard<std::mutex> lk(pause_m_);
+      --building_;
+    }
+    pause_cv_.notify_all();
+    if (keep) cv_ready_.notify_all();
   }
+}
+
+void Loader::pause_point() const {
+  if (!paused_.load(std::memory_order_acquire)) return;
+  std::unique_lock<std::mutex> lk(pause_m_);
+  if (!paused_) return;
+  ++parked_;
+  pause_cv_.notify_all();
+  pause_cv_.wait(lk, [&] { return !paused_.load(); });
+  --parked_;
+}
+
+int Loader::pause(double max_wait_s) {
+  if (threads_.empty()) return 0;
+  std::unique_lock<std::mutex> lk(pause_m_);
+  paused_ = true;
+  pause_cv_.wait_for(lk, std::chrono::duration<double>(max_wait_s), [&] { return parked_ >= building_; });
+  return building_ - parked_;
+}
+
+void Loader::resume() {
+  {
+    std::lock_guard<std::mutex> lk(pause_m_);
+    if (!paused_) return;
+    paused_ = false;
+  }
+  pause_cv_.notify_all();
 }
 
 std::optional<Batch> Loader::next() {

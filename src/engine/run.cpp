@@ -226,6 +226,27 @@ void setup_amp(Run& r, const NamedTensors& resumed_scaler) {
   }
 }
 
+/// The speed this setting's compute reaches here (engine/calibration.h): the cached figure, or two of this run's steps
+/// timed with the loader paused. A single process only (DDP ranks would time each other's contention), not with
+/// instrument=off.
+void setup_calibration(Run& r, instrument::ProfilerOptions& po) {
+  const auto& cfg = r.cfg;
+  r.calibrator.reset();
+  if (po.level == instrument::Level::off || r.pg->active() || !cfg.calibrate) return;
+  const std::string key = compute_calibration_key(r.mo, cfg.batch, cfg.imgsz, r.amp, r.device);
+  r.calibration = cached_compute_calibration(key);
+  if (r.calibration.cached) {
+    spdlog::info("{}", r.calibration.line);
+    po.compute_expected_s = r.calibration.step_s;
+    return;
+  }
+  // The run's first step creates the kernels' primitives and fills the allocator: never timed.
+  const int64_t first = r.start_epoch * r.nb + std::max<int64_t>(1, cfg.instrument_warmup);
+  r.calibrator = std::make_unique<InRunCalibration>(key, first, r.cores, r.device);
+  spdlog::info("compute calibration: none cached for this setting; steps {}-{} are timed with the loader paused ({})",
+               first, first + InRunCalibration::kTimedSteps - 1, key);
+}
+
 void setup_instrumentation(Run& r) {
   auto& cfg = r.cfg;
   instrument::ProfilerOptions po;
@@ -260,13 +281,7 @@ void setup_instrumentation(Run& r) {
   if (r.cpus.quota) po.setting.quota_cores = r.cpus.quota->cores, po.setting.quota_file = r.cpus.quota->file;
   po.setting.threads = r.threads;
   po.setting.device = r.device.str();
-  // The speed this setting's compute reaches here (engine/calibration.h), before the loader starts: a single process
-  // (DDP ranks would time each other's contention), not with instrument=off.
-  if (po.level != instrument::Level::off && !r.pg->active() && cfg.calibrate) {
-    r.calibration = calibrate_compute(r.mo, cfg.batch, cfg.imgsz, r.amp, r.device);
-    if (r.main_rank) spdlog::info("{}", r.calibration.line);
-    po.compute_expected_s = r.calibration.step_s;
-  }
+  setup_calibration(r, po);
   po.log_lines = false;  // the console logger logs take_window_line() itself, after its progress line
   r.prof = std::make_unique<instrument::Profiler>(po);
   if (cfg.workers > 0 && r.train_loader) {  // the workers' CPU time: the what-if's CPU contention (instrument/whatif.h)
@@ -356,6 +371,11 @@ void rebuild_for_batch(Run& r) {
   }
   setup_optimizer_and_scheduler(r);
   r.global_step = r.start_epoch * r.nb;  // only the first epoch retries: build_run's step numbering
+  if (r.calibrator && !r.calibrator->finished()) {  // another batch is another setting
+    instrument::ProfilerOptions po = r.prof->options();
+    setup_calibration(r, po);
+    if (po.compute_expected_s > 0) r.prof->set_compute_expected(po.compute_expected_s);
+  }
 }
 
 namespace {

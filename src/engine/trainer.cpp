@@ -233,6 +233,7 @@ void Trainer::run_epoch_pass(int64_t first_step, Clock::time_point t_start) {
   r.global_step = first_step;
   r.sched->on_epoch_start(epoch);
   start_loader_epoch(epoch);  // a no-op when run_all started it during the previous epoch's validation
+  if (r.calibrator) r.calibrator->on_epoch_start(first_step);  // a refused calibration tries this epoch's first steps
   r.net->train();
   r.ep.loss_sum = torch::zeros({3}, torch::TensorOptions().dtype(torch::kDouble).device(r.device));
   r.ep.bad_since_step = torch::zeros({}, torch::TensorOptions().dtype(torch::kBool).device(r.device));
@@ -381,6 +382,15 @@ bool Trainer::train_step(int64_t i) {
   }
   r.sched->on_iteration(ni, epoch);
   loss::DetectionLoss::Output out;
+  // The in-run calibration (engine/calibration.h) times this step's forward + loss + backward with the loader paused.
+  InRunCalibration* const calib = r.calibrator && r.calibrator->wants(r.global_step) ? r.calibrator.get() : nullptr;
+  struct Abandon {
+    InRunCalibration* c;
+    ~Abandon() {
+      if (c != nullptr) c->abandon();
+    }
+  } abandon{calib};
+  if (calib != nullptr) calib->begin(r.synthetic_batch ? nullptr : r.train_loader.get());
   try {
     std::vector<torch::Tensor> feats;
     {
@@ -404,6 +414,14 @@ bool Trainer::train_step(int64_t i) {
       if (r.reducer && r.sched->will_step(ni)) r.reducer->arm();  // DDP: this backward ends the accumulation cycle
       r.scaler.scale(out.total).backward();  // float16: loss × scale keeps small gradients representable
       test_delay(r.denv.rank, instrument::StepStage::backward);
+    }
+    if (calib != nullptr) {
+      abandon.c = nullptr;
+      if (calib->end()) {
+        r.calibration = calib->result();
+        spdlog::info("{}", r.calibration.line);
+        if (r.calibration.step_s > 0) r.prof->set_compute_expected(r.calibration.step_s);
+      }
     }
   } catch (const c10::OutOfMemoryError& e) {
     // What the CUDA caching allocator throws. As the reference: in the first epoch of a single process the batch is

@@ -163,6 +163,72 @@ std::string sleeping_team(const WindowSummary& w, const AdviceContext& c, const 
          "or try threads=1";
 }
 
+/// What a data-bound window's loader is short of, appended to d.reason with its evidence; the advice is replaced where
+/// the cause has its own remedy. In order: other processes' CPU (contended), reads (the workers spend under half
+/// their time on the CPU: they wait for the disk or file system), workers (they keep their cores busy and cores are
+/// idle), CPU for decoding and augmenting (they keep every usable core busy). Needs the workers' CPU clock
+/// (loader_cpu_s); the synchronous loader (workers=0) keeps the generic advice.
+void loader_shortage(const WindowSummary& w, const AdviceContext& c, const DiagnosisThresholds& t, Diagnosis& d) {
+  const ContentionRates& r = w.contention;
+  const int cores = std::max(1, c.cores);
+  const std::string io = r.io_pressure >= 0.10
+                             ? fmt::format(", I/O pressure {:.0f}% (the disk is busy)", 100.0 * r.io_pressure)
+                             : std::string();
+  const std::string faults = r.major_faults_per_s >= t.major_faults_per_s
+                                 ? fmt::format(", {:.0f} major page faults/s", r.major_faults_per_s)
+                                 : std::string();
+  const double loader = loader_cores(w);
+  const bool measured = c.workers > 0 && w.loader_cpu_s >= 0 && w.step.total > 0;
+  const double others = std::max(0.0, r.others_cpu);
+  if (r.others_cpu >= 0 && r.others_cpu >= t.others_cpu_share * cores) {  // more workers compete for the same cores
+    d.reason += fmt::format(", loader short of CPU: other processes {:.1f} of {} cores, run-queue wait {:.0f}%{}{}",
+                            r.others_cpu, cores, 100.0 * std::max(0.0, r.runq_wait), io, faults);
+    d.advice = fmt::format(
+                   "other processes take {:.1f} of the {} cores the loader needs → stop them, or train where "
+                   "the cores are free; then ",
+                   r.others_cpu, cores) +
+               d.advice;
+    return;
+  }
+  if (!measured) {
+    d.reason += io + faults;
+    return;
+  }
+  const double on_cpu = loader / static_cast<double>(c.workers);  // share of the workers' time on a core
+  const double idle = static_cast<double>(cores) - loader - others;
+  const double ms_per_image = w.images > 0 ? 1e3 * w.loader_cpu_s / static_cast<double>(w.images) : 0.0;
+  if (on_cpu < 0.5 && loader < 0.75 * cores) {
+    d.reason += fmt::format(
+        ", loader short of reads: its {} {} on a core {:.0f}% of the time ({:.1f} cores) and "
+        "waited for the disk or file system the rest{}{}",
+        c.workers, c.workers == 1 ? "worker was" : "workers were", 100.0 * on_cpu, loader, io, faults);
+    std::vector<std::string> changes;
+    if (c.cache != core::CacheMode::ram) changes.push_back("cache=ram (each image read once)");
+    changes.push_back(fmt::format("workers={} (more reads in flight)", 2 * c.workers));
+    d.advice = "the images come in slower than the workers could decode them → try " + join(changes, ", ") +
+               ", or put the dataset on local storage";
+  } else if (idle >= 1.0 && c.workers < cores) {
+    d.reason += fmt::format(", loader short of workers: {} workers kept {:.1f} cores busy, {:.1f} of {} cores idle{}{}",
+                            c.workers, loader, idle, cores, io, faults);
+    d.advice = fmt::format("workers={} leave cores idle → try workers={}", c.workers,
+                           std::min(cores, c.workers + static_cast<int>(std::floor(idle + 0.25))));
+  } else {
+    d.reason += fmt::format(
+        ", loader short of CPU for decoding and augmenting: {} workers kept {:.1f} of {} cores busy, "
+        "{:.0f} ms of CPU per image{}{}",
+        c.workers, loader, cores, ms_per_image, io, faults);
+    std::vector<std::string> changes;
+    if (c.cache != core::CacheMode::ram) changes.push_back("cache=ram (decode each image once)");
+    const int64_t smaller = smaller_imgsz(c.imgsz);
+    if (smaller < c.imgsz)
+      changes.push_back(fmt::format("imgsz={} → {} (fewer pixels to decode/augment)", c.imgsz, smaller));
+    if (changes.empty()) changes.push_back("a machine with more cores (every core already decodes)");
+    d.advice = fmt::format("every usable core decodes and augments ({} per image) → try ",
+                           fmt::format("{:.0f} ms", ms_per_image)) +
+               join(changes, ", ");
+  }
+}
+
 /// The first cause of slowed compute found, in the order quota, own oversubscription, other processes, memory,
 /// sleeping intra-op threads, and what to change.
 std::string first_slowed_cause(const WindowSummary& w, const AdviceContext& c, const DiagnosisThresholds& t) {
@@ -243,15 +309,7 @@ Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const Diagn
     d.bottleneck = Bottleneck::data;
     d.reason = fmt::format("data wait {:.0f}% of step, p95/p50 {:.1f}{}", 100.0 * d.data_share, d.data_tail, gpu);
     d.advice = data_advice(d, ctx, t);
-    const ContentionRates& r = w.contention;
-    const int cores = std::max(1, ctx.cores);
-    if (r.others_cpu >= 0 && r.others_cpu >= t.others_cpu_share * cores)  // more workers compete for the same cores
-      d.reason += fmt::format(", loader short of CPU: other processes {:.1f} of {} cores, run-queue wait {:.0f}%",
-                              r.others_cpu, cores, 100.0 * std::max(0.0, r.runq_wait));
-    if (r.io_pressure >= 0 && r.io_pressure >= 0.10)
-      d.reason += fmt::format(", I/O pressure {:.0f}% (the disk is busy)", 100.0 * r.io_pressure);
-    if (r.major_faults_per_s >= t.major_faults_per_s)
-      d.reason += fmt::format(", {:.0f} major page faults/s", r.major_faults_per_s);
+    loader_shortage(w, ctx, t, d);
   } else if (d.optimizer_share >= t.optimizer_share) {
     d.bottleneck = Bottleneck::optimizer_sync;
     d.reason = fmt::format("h2d+optimizer+ema {:.0f}% of step{}", 100.0 * d.optimizer_share, gpu);

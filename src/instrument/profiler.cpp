@@ -510,6 +510,8 @@ void Profiler::set_loader_cpu_clock(std::function<double()> cumulative_cpu_s) {
   impl_->loader_cpu_last = impl_->read_loader_clock();
 }
 
+void Profiler::set_compute_expected(double step_s) { impl_->o.compute_expected_s = step_s; }
+
 void Profiler::set_queue_depth(size_t depth) {
   if (!enabled_) return;
   impl_->sampler->set_queue_depth(static_cast<double>(depth));

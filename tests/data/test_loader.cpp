@@ -1,10 +1,12 @@
 // Loader: batch layout, determinism across worker counts, epochs, sharding, close_mosaic, rect validation.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include <opencv2/imgcodecs.hpp>
 
@@ -366,4 +368,32 @@ TEST(Loader, WorkersStartNoOpenMpTeamUnderDeterministicAlgorithms) {
   ctx.setDeterministicAlgorithms(det, warn);
   at::set_num_threads(threads);
   EXPECT_EQ(during - before, 1) << "threads before the loader " << before << ", with one worker " << during;
+}
+
+TEST(Loader, PauseParksTheWorkersUntilResumedAndChangesNoBatch) {
+  auto ds = coco8(true, 320);
+  AugmentOptions aug;
+  aug.imgsz = 320;
+  const LoaderOptions lo{.batch = 1, .workers = 2, .seed = 3, .prefetch = 2};
+  Loader plain(ds, aug, lo);
+  const auto want = run_epoch(plain, 0);
+
+  Loader l(ds, aug, lo);
+  l.start_epoch(0);
+  std::vector<Batch> got;
+  got.push_back(*l.next());
+  EXPECT_EQ(l.pause(5.0), 0) << "every worker parks within a sample's time";
+  const double cpu0 = l.worker_cpu_seconds();
+  const size_t depth = l.queue_depth();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LT(l.worker_cpu_seconds() - cpu0, 0.02) << "parked workers use no CPU";
+  EXPECT_EQ(l.queue_depth(), depth) << "no batch is finished while paused";
+  l.resume();
+  l.resume();  // a second resume is a no-op
+  while (auto b = l.next()) got.push_back(std::move(*b));
+  expect_same(want, got);
+
+  Loader sync(ds, aug, LoaderOptions{.batch = 1, .workers = 0});
+  EXPECT_EQ(sync.pause(), 0);  // nothing to park: never blocks
+  sync.resume();
 }

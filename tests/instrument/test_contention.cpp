@@ -19,6 +19,7 @@
 #include <torch/torch.h>
 
 #include "golden.h"
+#include "process.h"
 #include "yolo11/core/cpus.h"
 #include "yolo11/instrument/analyze.h"
 #include "yolo11/instrument/contention.h"
@@ -239,6 +240,37 @@ TEST(SlowedCompute, ADataBoundRunSaysWhenTheLoaderIsShortOfCpuOrDisk) {
   EXPECT_EQ(d.bottleneck, Bottleneck::data);
   EXPECT_NE(d.reason.find("loader short of CPU: other processes 1.2 of 2 cores"), std::string::npos) << d.reason;
   EXPECT_NE(d.reason.find("I/O pressure 30%"), std::string::npos) << d.reason;
+}
+
+TEST(SlowedCompute, ADataBoundRunNamesReadsWorkersOrDecodingFromTheWorkersCpuTime) {
+  // 10 steps of 0.5 s; the loader's CPU time over those 5 s says how many cores its workers kept busy.
+  auto data_window = [](double loader_cores) {
+    auto w = compute_window(0.02, 0.05, 5.0 * loader_cores);
+    w.stages[0].share = 0.6;  // dataloader
+    return w;
+  };
+  AdviceContext four = cpu_ctx(4, 2);
+  auto d = instrument::diagnose(data_window(2.0), four);  // 2 workers on their cores, 2 of 4 cores idle
+  EXPECT_EQ(d.bottleneck, Bottleneck::data);
+  EXPECT_NE(d.reason.find("loader short of workers: 2 workers kept 2.0 cores busy, 1.9 of 4 cores idle"),
+            std::string::npos)
+      << d.reason;
+  EXPECT_EQ(d.advice, "workers=2 leave cores idle → try workers=4");
+
+  d = instrument::diagnose(data_window(1.9), cpu_ctx(2, 2));  // every usable core decodes
+  EXPECT_NE(d.reason.find("loader short of CPU for decoding and augmenting: 2 workers kept 1.9 of 2 cores busy, 119 ms "
+                          "of CPU per image"),
+            std::string::npos)
+      << d.reason;
+  EXPECT_NE(d.advice.find("cache=ram (decode each image once)"), std::string::npos) << d.advice;
+
+  AdviceContext eight = cpu_ctx(2, 2);
+  eight.workers = 8;
+  d = instrument::diagnose(data_window(0.3), eight);  // 8 workers on a core 4% of their time: they wait for reads
+  EXPECT_NE(d.reason.find("loader short of reads: its 8 workers were on a core 4% of the time (0.3 cores)"),
+            std::string::npos)
+      << d.reason;
+  EXPECT_NE(d.advice.find("workers=16 (more reads in flight)"), std::string::npos) << d.advice;
 }
 
 TEST(CalibratedCompute, SpeedIsTheCalibratedOverTheMeasuredComputePerStep) {
@@ -470,4 +502,23 @@ TEST(SlowedComputeProcess, ACgroupQuotaOfOneCoreIsTheUsableCountAndTheCause) {
 }
 
 }  // namespace
+// A loader throttled by a slow reader, for real: yolo11-train whose one worker sleeps 120 ms per sample
+// (YOLO11_TEST_LOADER_DELAY_MS, a slow disk or network file system) waits for data most of each step, and its
+// workers are on a core a small share of the time: the verdict names reads, not decoding or workers.
+TEST(DataBoundProcess, ASlowReaderIsNamedAsTheLoadersShortage) {
+  const std::string project = test::scratch_dir("data_bound_reads");
+  auto args = test::coco8_train_args(project, "run", 2, /*batch=*/1);
+  for (const char* a : {"instrument=basic", "instrument_warmup=1", "log_every=3", "val=false", "calibrate=false"})
+    args.push_back(a);
+  setenv("YOLO11_TEST_LOADER_DELAY_MS", "120", 1);
+  const int rc = test::run(test::exe("yolo11-train"), args, project + "/run.log");
+  unsetenv("YOLO11_TEST_LOADER_DELAY_MS");
+  ASSERT_EQ(rc, 0) << test::read_text(project + "/run.log");
+  const std::string log = test::read_text(project + "/run/train.log");
+  EXPECT_NE(log.find("data-bound: data wait"), std::string::npos) << log;
+  EXPECT_NE(log.find("loader short of reads: its 1 worker was on a core"), std::string::npos) << log;
+  EXPECT_NE(log.find("→ try cache=ram (each image read once), workers=2 (more reads in flight)"), std::string::npos)
+      << log;
+}
+
 }  // namespace yolo11

@@ -4,6 +4,7 @@
 // the order from (seed, epoch), so a run is identical whatever `workers` is. Sharded by rank / world (DDP).
 #include <ATen/Tensor.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -69,12 +70,21 @@ class Loader {
   /// 0 with workers = 0 (batches are then built on the caller's thread). Any thread.
   double worker_cpu_seconds() const { return rec_->cpu_seconds(); }
 
+  /// Parks the worker threads at their next sample boundary, and keeps idle ones from starting, until resume(): the
+  /// trainer's in-run compute calibration (engine/calibration.h) times compute with nothing of the run beside it.
+  /// Waits for the busy workers to park, at most `max_wait_s` (a sample takes milliseconds); returns how many had not
+  /// parked by then (0 = all). No-op returning 0 with workers = 0. One caller at a time, not nested.
+  int pause(double max_wait_s = 1.0);
+  /// Lets parked workers go on. No-op when not paused.
+  void resume();
+
   /// Builds batch `b` of the current epoch order synchronously (what workers run). Exposed for benchmarks/tests.
   Batch build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
                     const std::vector<int64_t>& order) const;
 
  private:
   void worker_loop(int worker);
+  void pause_point() const;  // between samples in a worker: waits while paused
   void restart_locked(int64_t epoch);
 
   std::shared_ptr<Dataset> ds_;
@@ -104,6 +114,11 @@ class Loader {
   mutable std::mutex pool_m_;
   mutable std::vector<at::Tensor> pool_;
   std::unique_ptr<LoaderRecorder> rec_;
+  // pause()/resume(): workers building a batch (building_) and those of them parked at a sample boundary (parked_).
+  mutable std::mutex pause_m_;
+  mutable std::condition_variable pause_cv_;
+  std::atomic<bool> paused_{false};
+  mutable int building_ = 0, parked_ = 0;
 };
 
 /// (B, C, H, W) uint8 → float32 / 255 in channels_last memory, on the calling thread only (no intra-op pool);

@@ -62,6 +62,8 @@ struct Run {
   bool resuming = false;
   std::string run_dir;       ///< empty on ranks > 0
   ComputeCalibration calibration;  ///< the setting's expected compute (engine/calibration.h); step_s 0 = none
+  /// Times two of the run's steps when no cached figure exists (engine/calibration.h); null = none to take.
+  std::unique_ptr<InRunCalibration> calibrator;
   core::CpuBudget cpus;  ///< online / affinity / cgroup quota → usable cores (core/cpus.h)
   int cores = 1, threads = 1;
   core::DevicePlan plan;     ///< the device of this process and why (core/device.h); `device` and `cuda` mirror it

@@ -91,7 +91,7 @@ struct ProfilerOptions {
     c.cores = 0;  // found at construction unless the run says
     return c;
   }();
-  /// forward + loss + backward per step of this setting's isolated calibration (engine/calibration.h), s; 0 = none.
+  /// forward + loss + backward per step of this setting's calibration (engine/calibration.h), s; 0 = none.
   /// Every window then carries compute_speed, and the diagnosis calls compute far below it "compute slowed".
   double compute_expected_s = 0;
   DiagnosisThresholds thresholds;
@@ -146,6 +146,9 @@ class Profiler {
   /// "dataloader: 0.214s (38%), h2d: ... step: 0.560s, 28.6 img/s, data-wait 38%, GPU 54%".
   std::optional<std::string> take_window_line();
   void set_queue_depth(size_t depth);  ///< loader prefetch queue depth (trace counter); any thread
+  /// The expected forward + loss + backward per step (s, ProfilerOptions::compute_expected_s) from now on: windows,
+  /// epochs and the run closed after this call compare against it (engine/calibration.h). Trainer thread.
+  void set_compute_expected(double step_s);
   /// The loader workers' cumulative CPU seconds (data::Loader::worker_cpu_seconds; negative = gone). Read on the
   /// trainer thread at each step's end and around its "dataloader" stage, it gives every window its
   /// loader_cpu_s and loader_cpu_wait_s (stats.h): the what-if's measure of how much CPU the loader took from the

@@ -53,7 +53,7 @@ struct WindowSummary {
   /// Contention over the window (instrument/contention.h): the trainer threads' run-queue wait, cores other processes
   /// used, CPU / memory / I/O pressure, major faults, load; each −1 when n/a.
   ContentionRates contention;
-  /// forward + loss + backward per step that the setting's isolated calibration reached (engine/calibration.h), s,
+  /// forward + loss + backward per step that the setting's calibration reached (engine/calibration.h), s,
   /// and this window's speed against it: calibrated time / measured time (1 = as fast, 0.5 = twice as slow);
   /// −1 = no calibration.
   double compute_expected_s = -1, compute_speed = -1;
