@@ -1,11 +1,13 @@
 // yolo11-bench-input: what the trainer thread spends turning a collated batch into the network input (issue 15).
 // uint8 → float32 / 255 → channels_last (engine::to_input on the trainer thread, the old CPU path) against a batch the
-// loader workers already converted (LoaderOptions::float_images: to_input only checks the layout), at batch 16, 640.
+// loader workers already converted (data::InputFormat::float_channels_last: engine::Preprocess only moves it), at
+// batch 16, 640.
 //   yolo11-bench-input [--benchmark_repetitions=5]
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
 #include "yolo11/engine/inference.h"
+#include "yolo11/engine/preprocess.h"
 
 namespace {
 
@@ -21,7 +23,8 @@ void BM_ToInputFromWorkerFloat(benchmark::State& st) {
                      .to(torch::kFloat)
                      .div_(255.0)
                      .contiguous(torch::MemoryFormat::ChannelsLast);
-  for (auto _ : st) benchmark::DoNotOptimize(yolo11::engine::to_input(f, torch::kCPU));
+  const yolo11::engine::Preprocess pre({.format = yolo11::data::InputFormat::float_channels_last});
+  for (auto _ : st) benchmark::DoNotOptimize(pre(f, 0, 0));
   st.SetItemsProcessed(st.iterations() * st.range(0));
 }
 BENCHMARK(BM_ToInputFromUint8)->Args({16, 2})->Unit(benchmark::kMillisecond);

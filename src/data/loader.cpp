@@ -39,21 +39,6 @@ std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t
   return out;
 }
 
-at::Tensor multi_scale(const at::Tensor& images, int64_t imgsz, int64_t stride, Rng& rng, double range) {
-  if (!(range > 0 && range < 1))
-    throw std::invalid_argument("multi_scale: range must be in (0, 1), got " + std::to_string(range));
-  const int64_t lo = static_cast<int64_t>(static_cast<double>(imgsz) * (1 - range));
-  const int64_t hi = static_cast<int64_t>(static_cast<double>(imgsz) * (1 + range) + static_cast<double>(stride));
-  const int64_t sz = std::max(stride, (lo + rng.randint(hi - lo)) / stride * stride);
-  const int64_t H = images.size(2), W = images.size(3);
-  const double sf = static_cast<double>(sz) / std::max(H, W);
-  if (sf == 1.0) return images;
-  const std::vector<int64_t> ns{static_cast<int64_t>(std::ceil(H * sf / stride)) * stride,
-                                static_cast<int64_t>(std::ceil(W * sf / stride)) * stride};
-  namespace F = torch::nn::functional;
-  return F::interpolate(images, F::InterpolateFuncOptions().size(ns).mode(torch::kBilinear).align_corners(false));
-}
-
 namespace {
 /// An uninitialised CPU tensor without an ATen operator. torch::empty under deterministic=true fills new memory
 /// (LibTorch's deterministic fill of uninitialised memory), and that fill is a parallel operator: run from a loader
@@ -275,7 +260,8 @@ Batch Loader::build_batch(int64_t b, int64_t epoch, const AugmentOptions& aug,
     const double rh = static_cast<double>(rs[0]) / os[0], rw = static_cast<double>(rs[1]) / os[1];
     out.ratio_pad.push_back({rh * s.ratio_pad[0], rw * s.ratio_pad[1], s.ratio_pad[2], s.ratio_pad[3]});
   }
-  if (opt_.float_images) {  // engine::to_input's conversion (x / 255 in float32, channels_last), in the worker
+  if (opt_.input == InputFormat::float_channels_last) {  // engine::to_input's conversion (x / 255 in float32,
+                                                         // channels_last), in the worker
     instrument::ScopedRange f(instrument::LoaderStage::to_float);
     out.images = to_float_channels_last(out.images);
   }

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "yolo11/engine/preprocess.h"
+
 namespace yolo11::engine {
 
 data::AugmentOptions augment_options(const config::TrainConfig& cfg, bool train, bool val_rect) {
@@ -61,7 +63,7 @@ std::shared_ptr<data::Loader> make_train_loader(const data::DatasetInfo& info, c
   const bool pin_memory = device.is_cuda();
   lo.pin_memory = pin_memory;
   lo.pin_device = pin_memory ? static_cast<int>(device.index()) : 0;
-  lo.float_images = !pin_memory;  // training on the CPU: uint8 → float + channels_last in the workers (issue 15)
+  lo.input = train_input_format(device);  // CPU: converted in the workers (engine/preprocess.h)
   return std::make_shared<data::Loader>(ds, augment_options(cfg, true, false), lo);
 }
 

@@ -91,9 +91,9 @@ LoadedDetector load_detector(const std::string& weights, const std::string& mode
 }
 
 at::Tensor to_input(const at::Tensor& images, const torch::Device& device, bool channels_last) {
-  if (images.is_floating_point())  // converted by the loader workers already (LoaderOptions::float_images)
-    return images.to(device, /*non_blocking=*/true)
-        .contiguous(channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous);
+  if (images.scalar_type() != torch::kUInt8)
+    throw std::invalid_argument("to_input: expected uint8 images, got " +
+                                std::string(c10::toString(images.scalar_type())));
   return images.to(device, /*non_blocking=*/true)
       .to(torch::kFloat)
       .div_(255.0)

@@ -175,6 +175,13 @@ void setup_model(Run& r) {
   // 0.51 s vs 0.63 s NCHW (docs/benchmarks.md). Same numbers up to float rounding.
   model::to_channels_last(*r.net);
   r.pg->broadcast_parameters(*r.net, 0);  // DDP: every rank starts from rank 0's parameters and buffers
+  r.preprocess.emplace(
+      Preprocess::Options{.device = r.device,
+                          .format = r.train_loader->options().input,
+                          .multi_scale_range = cfg.multi_scale,
+                          .imgsz = cfg.imgsz,
+                          .stride = *std::max_element(r.net->strides().begin(), r.net->strides().end()),
+                          .seed = static_cast<uint64_t>(cfg.seed)});
   loss::LossGains gains{cfg.box, cfg.cls, cfg.dfl};
   r.criterion.emplace(r.nc, r.net->strides(), r.net->reg_max(), gains);
 }

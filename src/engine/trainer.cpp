@@ -372,12 +372,7 @@ bool Trainer::train_step(int64_t i) {
   torch::Tensor imgs;
   {
     auto s = r.prof->stage(instrument::StepStage::h2d);
-    imgs = to_input(batch->images, r.device);
-    if (cfg_.multi_scale > 0) {  // one random size per batch, as Ultralytics' preprocess_batch (boxes are normalized)
-      data::Rng rng = data::Rng::for_sample(static_cast<uint64_t>(cfg_.seed) ^ 0x6D756C7469ull, epoch, i);
-      const int64_t gs = *std::max_element(r.net->strides().begin(), r.net->strides().end());
-      imgs = data::multi_scale(imgs, cfg_.imgsz, gs, rng, cfg_.multi_scale).contiguous(torch::MemoryFormat::ChannelsLast);
-    }
+    imgs = (*r.preprocess)(batch->images, epoch, i);  // float input on the device, multi_scale (engine/preprocess.h)
     // targets (batch_idx, cls, bboxes) stay on the host: the loss groups them there without a device sync
   }
   r.sched->on_iteration(ni, epoch);

@@ -55,9 +55,10 @@ void plot_images(const data::Batch& b, const std::vector<std::string>& names, co
   const double scale = std::min(1.0, 1920.0 / (ns * std::max(H, W)));
   const int h = static_cast<int>(std::ceil(H * scale)), w = static_cast<int>(std::ceil(W * scale));
   cv::Mat canvas(ns * h, ns * w, CV_8UC3, cv::Scalar(255, 255, 255));
-  const auto imgs = (b.images.is_floating_point() ? b.images.to(torch::kCPU).mul(255.0).round_() : b.images.to(torch::kCPU))
-                        .to(torch::kUInt8)
-                        .contiguous();  // float [0, 1] input (LoaderOptions::float_images) or uint8
+  const auto imgs =
+      (b.images.is_floating_point() ? b.images.to(torch::kCPU).mul(255.0).round_() : b.images.to(torch::kCPU))
+          .to(torch::kUInt8)
+          .contiguous();  // float [0, 1] input (data::InputFormat::float_channels_last) or uint8
   const auto bb = b.bboxes.to(torch::kCPU).to(torch::kFloat).contiguous();
   const auto bi = b.batch_idx.to(torch::kCPU).to(torch::kLong).contiguous();
   const auto cl = b.cls.to(torch::kCPU).to(torch::kLong).contiguous();

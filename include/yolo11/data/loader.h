@@ -22,6 +22,11 @@
 
 namespace yolo11::data {
 
+/// What the loader delivers as Batch::images: uint8 [B, 3, H, W] RGB, or the network input float32 [B, 3, H, W] in
+/// [0, 1], channels_last, converted in the workers exactly as engine::to_input would (engine/preprocess.h decides
+/// which: train_input_format).
+enum class InputFormat : std::uint8_t { uint8, float_channels_last };
+
 struct LoaderOptions {
   int64_t batch = 16;
   int workers = 8;         ///< 0 = build batches on the calling thread inside next()
@@ -32,10 +37,8 @@ struct LoaderOptions {
   bool pin_memory = false;  ///< page-locked images (only honoured when torch::cuda::is_available())
   int pin_device = 0;       ///< with pin_memory: the CUDA device each worker makes current (its pinned pool's context)
   bool drop_last = false;
-  /// Deliver the network input instead of uint8: float32 [B, 3, H, W] in [0, 1], channels_last, converted in the
-  /// workers exactly as engine::to_input would (CPU training: the trainer thread then only computes; issue 15).
-  /// Not with pin_memory (CUDA converts on the device, from pinned uint8).
-  bool float_images = false;
+  /// Batch::images' format; float_channels_last not with pin_memory (CUDA converts on the device, from pinned uint8).
+  InputFormat input = InputFormat::uint8;
 };
 
 class Loader {
@@ -128,11 +131,5 @@ at::Tensor to_float_channels_last(const at::Tensor& u8);
 /// Sample order of one epoch for this rank: a permutation of [0, n) from (seed, epoch) when shuffling, padded by
 /// wrapping to a multiple of world, then every world-th index starting at rank (torch DistributedSampler layout).
 std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world);
-
-/// Ultralytics multi_scale: a random size in [(1 − range)·imgsz, (1 + range)·imgsz + stride) rounded down to the
-/// stride (range 0.5 = the classic multi_scale=True); returns the batch images (float, B×3×H×W) bilinearly resized
-/// so the long side is that size (each side a multiple of stride), or unchanged. Boxes are normalized and need no
-/// change. Throws std::invalid_argument when range is outside (0, 1).
-at::Tensor multi_scale(const at::Tensor& images, int64_t imgsz, int64_t stride, Rng& rng, double range = 0.5);
 
 }  // namespace yolo11::data

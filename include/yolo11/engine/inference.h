@@ -29,8 +29,8 @@ LoadedDetector load_detector(const std::string& weights, const std::string& mode
 /// The network input of a batch of images (Ultralytics preprocess: `img.to(device).float() / 255`): uint8
 /// [B, 3, H, W] RGB (any device; pinned host memory copies asynchronously) → float32 [B, 3, H, W] in [0, 1] on
 /// `device`, channels_last (NHWC) memory when `channels_last` (the layout the trainer and validator run in), else
-/// contiguous. Used by training, validation and prediction alike. Float32 input (already converted by the loader
-/// workers, data::LoaderOptions::float_images) is only moved and laid out.
+/// contiguous. Used by validation and prediction, and by training on CUDA (engine/preprocess.h). Throws
+/// std::invalid_argument for another dtype.
 at::Tensor to_input(const at::Tensor& images, const torch::Device& device, bool channels_last = true);
 
 /// Test-time augmentation of a detector as the reference's DetectionModel._predict_augment: passes at scales

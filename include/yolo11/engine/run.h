@@ -20,6 +20,7 @@
 #include "yolo11/engine/amp.h"
 #include "yolo11/engine/calibration.h"
 #include "yolo11/engine/callbacks.h"
+#include "yolo11/engine/preprocess.h"
 #include "yolo11/engine/ema.h"
 #include "yolo11/engine/optimizer.h"
 #include "yolo11/engine/recovery.h"
@@ -86,6 +87,7 @@ struct Run {
   model::ModelOptions mo;
   model::YOLO net{nullptr};
   std::optional<loss::DetectionLoss> criterion;
+  std::optional<Preprocess> preprocess;  ///< the h2d stage: loader batch → network input (engine/preprocess.h)
   OptimizerChoice opt;
   std::unique_ptr<Scheduler> sched;
   std::unique_ptr<ModelEMA> ema;
