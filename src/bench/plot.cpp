@@ -1,11 +1,11 @@
 // sweep.png (include/yolo11/bench/sweep.h): img/s against batch per imgsz (a line per workers value) and the stage
-// shares of every finished point as stacked bars, drawn with the project's chart code (plot/chart.h).
+// shares of every finished point as stacked bars, drawn with the project's chart code (plot/chart.h): this file only
+// lays the panels out and turns the sweep's results into series and stacks.
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 #include <cmath>
 #include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
 #include <set>
 #include <stdexcept>
 
@@ -68,12 +68,7 @@ void draw_throughput_panel(cv::Mat& img, cv::Rect cell, int64_t imgsz, const std
   }
   o.legend = plot::Legend::kInsideBest;
   const plot::Axes ax = plot::draw_chart(img, cell, series, o);
-  for (const auto& f : failed) {
-    const cv::Point c = ax.to_px(f.batch, 0) + cv::Point(0, -6);
-    cv::line(img, c + cv::Point(-5, -5), c + cv::Point(5, 5), f.color, 2);
-    cv::line(img, c + cv::Point(-5, 5), c + cv::Point(5, -5), f.color, 2);
-    cv::putText(img, f.what, c + cv::Point(-12, -10), cv::FONT_HERSHEY_SIMPLEX, 0.35, f.color, 1, cv::LINE_AA);
-  }
+  for (const auto& f : failed) plot::draw_cross(img, ax.to_px(f.batch, 0) + cv::Point(0, -6), f.what, f.color);
 }
 
 }  // namespace
@@ -111,21 +106,16 @@ void plot_sweep(const std::string& path, const std::vector<PointResult>& rows) {
   for (size_t si = 0; si < instrument::kStepStages.size(); ++si)
     legend.push_back({{}, {}, plot::palette(si), 8, instrument::kStepStages[si]});
   const plot::Axes ax = plot::draw_chart(img, {0, ph, std::min(W, bars_w), H - ph}, legend, o);
-  for (size_t p = 0; p < ok.size(); ++p) {
-    double acc = 0;
-    size_t si = 0;
-    for (const char* st : instrument::kStepStages) {
-      const auto it = ok[p]->shares.find(st);
-      const double v = it == ok[p]->shares.end() ? 0.0 : std::max(0.0, it->second);
-      const double x = static_cast<double>(p);
-      const cv::Point a = ax.to_px(x - 0.35, 100 * std::min(1.0, acc + v)), b = ax.to_px(x + 0.35, 100 * std::min(1.0, acc));
-      if (a.y < b.y) cv::rectangle(img, a, b, plot::palette(si), cv::FILLED);
-      acc += v;
-      ++si;
+  std::vector<std::vector<double>> stacks;  // percent of the step per stage, kStepStages order
+  for (const auto* p : ok) {
+    auto& st = stacks.emplace_back();
+    for (const char* name : instrument::kStepStages) {
+      const auto it = p->shares.find(name);
+      st.push_back(it == p->shares.end() ? 0.0 : 100 * it->second);
     }
   }
-  cv::rectangle(img, ax.area, cv::Scalar(0, 0, 0), 1);
-  std::vector<uchar> buf;
+  plot::draw_stacked_bars(img, ax, stacks);
+  std::vector<uchar> buf;  // written atomically: a sweep still running rewrites it after each point
   if (!cv::imencode(".png", img, buf)) throw std::runtime_error("cannot encode " + path + " as PNG");
   io::write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(buf.data()), buf.size()));
 }

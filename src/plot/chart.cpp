@@ -388,6 +388,28 @@ Axes draw_bars(cv::Mat& img, const cv::Rect& cell, const std::vector<double>& va
   return ax;
 }
 
+void draw_stacked_bars(cv::Mat& img, const Axes& ax, const std::vector<std::vector<double>>& stacks, double width) {
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    const double x = static_cast<double>(i);
+    double acc = 0;
+    for (size_t k = 0; k < stacks[i].size(); ++k) {
+      const double v = std::isfinite(stacks[i][k]) ? std::max(0.0, stacks[i][k]) : 0.0;
+      const cv::Point a = ax.to_px(x - width / 2, std::min(ax.y1, acc + v)),
+                      b = ax.to_px(x + width / 2, std::min(ax.y1, acc));
+      if (a.y < b.y) cv::rectangle(img, a, b, palette(k), cv::FILLED);
+      acc += v;
+    }
+  }
+  cv::rectangle(img, ax.area, kBlack, 1);
+}
+
+void draw_cross(cv::Mat& img, cv::Point c, const std::string& label, cv::Scalar color, int r, double font_scale) {
+  cv::line(img, c + cv::Point(-r, -r), c + cv::Point(r, r), color, 2);
+  cv::line(img, c + cv::Point(-r, r), c + cv::Point(r, -r), color, 2);
+  if (!label.empty())
+    cv::putText(img, label, c + cv::Point(-12, -2 * r), cv::FONT_HERSHEY_SIMPLEX, font_scale, color, 1, cv::LINE_AA);
+}
+
 void draw_colorbar(cv::Mat& img, const cv::Rect& bar, double vmax, double fs) {
   if (!std::isfinite(vmax) || vmax <= 0)
     throw std::invalid_argument("draw_colorbar: vmax must be finite and > 0, got " + std::to_string(vmax));

@@ -246,6 +246,27 @@ TEST(Bars, OneBarPerCategoryWithRotatedNames) {
   EXPECT_THROW(plot::draw_bars(img, {0, 0, 1200, 500}, {1.0}, {}, o), std::invalid_argument);
 }
 
+TEST(Bars, StackedSegmentsInPaletteOrderCutAtTheTopAndCrosses) {
+  plot::ChartOptions o;
+  o.xcategories = {"a", "b"};
+  o.ylim = std::array<double, 2>{0.0, 100.0};
+  cv::Mat img(400, 600, CV_8UC3, cv::Scalar(255, 255, 255));
+  const auto ax = plot::draw_chart(img, {0, 0, 600, 400}, {}, o);
+  plot::draw_stacked_bars(img, ax, {{30, 20}, {80, 60, std::nan("")}});
+  // Bar 0: palette(0) from 0 to 30, palette(1) from 30 to 50; bar 1: palette(0) to 80, palette(1) cut at 100.
+  EXPECT_EQ(cv::Scalar(img.at<cv::Vec3b>(ax.to_px(0, 15))), plot::palette(0));
+  EXPECT_EQ(cv::Scalar(img.at<cv::Vec3b>(ax.to_px(0, 40))), plot::palette(1));
+  EXPECT_EQ(cv::Scalar(img.at<cv::Vec3b>(ax.to_px(0, 60))), cv::Scalar(255, 255, 255));
+  EXPECT_EQ(cv::Scalar(img.at<cv::Vec3b>(ax.to_px(1, 95))), plot::palette(1));
+  EXPECT_EQ(cv::Scalar(img.at<cv::Vec3b>(ax.to_px(1, 101))), cv::Scalar(255, 255, 255));  // nothing above the axes
+  const cv::Point c = ax.to_px(0.5, 50);
+  plot::draw_cross(img, c, "oom", kRed);
+  EXPECT_EQ(cv::Scalar(img.at<cv::Vec3b>(c)), kRed);
+  cv::Mat label;  // the label above it: reddish pixels (anti-aliased text has few pure ones)
+  cv::inRange(img(cv::Rect(c.x - 14, c.y - 24, 40, 16)), cv::Scalar(0, 0, 150), cv::Scalar(170, 170, 255), label);
+  EXPECT_GT(cv::countNonZero(label), 5);
+}
+
 TEST(Heatmap, NumbersInCellsAndAColourBar) {
   plot::HeatmapOptions o;
   o.row_labels = o.col_labels = {"a", "b"};

@@ -94,6 +94,16 @@ Axes draw_chart(cv::Mat& img, const cv::Rect& cell, const std::vector<Series>& s
 Axes draw_bars(cv::Mat& img, const cv::Rect& cell, const std::vector<double>& values,
                const std::vector<cv::Scalar>& colors, const ChartOptions& opt);
 
+/// Stacked bars on the axes of a chart over categories (bar i centred at x = i): `stacks[i]` holds bar i's segment
+/// heights from the bottom up (data units; negative or NaN count as 0), segment k filled with palette(k), `width` in
+/// x units; a stack is cut at the top of the axes (ax.y1). The plot area's frame is drawn again over the bars.
+void draw_stacked_bars(cv::Mat& img, const Axes& ax, const std::vector<std::vector<double>>& stacks,
+                       double width = 0.7);
+
+/// A cross of half-size `r` pixels centred on `c`, with `label` above it to the left (a point that failed), in `color`.
+void draw_cross(cv::Mat& img, cv::Point c, const std::string& label, cv::Scalar color, int r = 5,
+                double font_scale = 0.35);
+
 /// A vertical colour bar in `bar` (pixels of img): blues() from 0 at the bottom to vmax at the top, framed, with nice
 /// tick labels (font_scale) right of it; the labels need about 60 px right of the bar. Throws std::invalid_argument
 /// for a non-positive or non-finite vmax or a bar outside img.
