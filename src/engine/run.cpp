@@ -247,8 +247,10 @@ void setup_calibration(Run& r, instrument::ProfilerOptions& po) {
     po.compute_expected_s = r.calibration.step_s;
     return;
   }
-  // The run's first step creates the kernels' primitives and fills the allocator: never timed.
-  const int64_t first = r.start_epoch * r.nb + std::max<int64_t>(1, cfg.instrument_warmup);
+  // The last two steps of the instrument warm-up, so that no window, table or sweep point holds a step run with the
+  // loader paused; never the run's first step, which creates the kernels' primitives and fills the allocator.
+  const int64_t first =
+      r.start_epoch * r.nb + std::max<int64_t>(1, cfg.instrument_warmup - InRunCalibration::kTimedSteps);
   r.calibrator = std::make_unique<InRunCalibration>(key, first, r.cores, r.device);
   spdlog::info("compute calibration: none cached for this setting; steps {}-{} are timed with the loader paused ({})",
                first, first + InRunCalibration::kTimedSteps - 1, key);
@@ -378,10 +380,12 @@ void rebuild_for_batch(Run& r) {
   }
   setup_optimizer_and_scheduler(r);
   r.global_step = r.start_epoch * r.nb;  // only the first epoch retries: build_run's step numbering
-  if (r.calibrator && !r.calibrator->finished()) {  // another batch is another setting
+  if (r.prof) {                          // another batch is another setting: its cached figure, or its own steps timed
     instrument::ProfilerOptions po = r.prof->options();
+    po.compute_expected_s = 0;
+    r.calibration = {};
     setup_calibration(r, po);
-    if (po.compute_expected_s > 0) r.prof->set_compute_expected(po.compute_expected_s);
+    r.prof->set_compute_expected(po.compute_expected_s);
   }
 }
 

@@ -164,10 +164,11 @@ std::string sleeping_team(const WindowSummary& w, const AdviceContext& c, const 
 }
 
 /// What a data-bound window's loader is short of, appended to d.reason with its evidence; the advice is replaced where
-/// the cause has its own remedy. In order: other processes' CPU (contended), reads (the workers spend under half
-/// their time on the CPU: they wait for the disk or file system), workers (they keep their cores busy and cores are
-/// idle), CPU for decoding and augmenting (they keep every usable core busy). Needs the workers' CPU clock
-/// (loader_cpu_s); the synchronous loader (workers=0) keeps the generic advice.
+/// the cause has its own remedy. In order: reads (the workers spend under half their time on a core while the
+/// process's threads do not wait for cores: they wait for the disk or file system), other processes' CPU
+/// (contended), workers (they keep their cores busy and cores are idle), CPU for decoding and augmenting (they keep
+/// every usable core busy). Needs the workers' CPU clock (loader_cpu_s); the synchronous loader (workers=0) keeps
+/// the generic advice, after the contended case.
 void loader_shortage(const WindowSummary& w, const AdviceContext& c, const DiagnosisThresholds& t, Diagnosis& d) {
   const ContentionRates& r = w.contention;
   const int cores = std::max(1, c.cores);
@@ -180,7 +181,12 @@ void loader_shortage(const WindowSummary& w, const AdviceContext& c, const Diagn
   const double loader = loader_cores(w);
   const bool measured = c.workers > 0 && w.loader_cpu_s >= 0 && w.step.total > 0;
   const double others = std::max(0.0, r.others_cpu);
-  if (r.others_cpu >= 0 && r.others_cpu >= t.others_cpu_share * cores) {  // more workers compete for the same cores
+  const double on_cpu = measured ? loader / static_cast<double>(c.workers) : 0.0;  // the workers' time on a core
+  // Workers off the CPU most of the time while the process's threads did not wait for cores: they were blocked, not
+  // crowded out, whatever else ran on the machine.
+  const bool blocked =
+      measured && on_cpu < 0.5 && loader < 0.75 * cores && (r.runq_wait < 0 || r.runq_wait < t.runq_wait);
+  if (!blocked && r.others_cpu >= 0 && r.others_cpu >= t.others_cpu_share * cores) {
     d.reason += fmt::format(", loader short of CPU: other processes {:.1f} of {} cores, run-queue wait {:.0f}%{}{}",
                             r.others_cpu, cores, 100.0 * std::max(0.0, r.runq_wait), io, faults);
     d.advice = fmt::format(
@@ -194,10 +200,9 @@ void loader_shortage(const WindowSummary& w, const AdviceContext& c, const Diagn
     d.reason += io + faults;
     return;
   }
-  const double on_cpu = loader / static_cast<double>(c.workers);  // share of the workers' time on a core
   const double idle = static_cast<double>(cores) - loader - others;
   const double ms_per_image = w.images > 0 ? 1e3 * w.loader_cpu_s / static_cast<double>(w.images) : 0.0;
-  if (on_cpu < 0.5 && loader < 0.75 * cores) {
+  if (blocked) {
     d.reason += fmt::format(
         ", loader short of reads: its {} {} on a core {:.0f}% of the time ({:.1f} cores) and "
         "waited for the disk or file system the rest{}{}",

@@ -271,6 +271,14 @@ TEST(SlowedCompute, ADataBoundRunNamesReadsWorkersOrDecodingFromTheWorkersCpuTim
             std::string::npos)
       << d.reason;
   EXPECT_NE(d.advice.find("workers=16 (more reads in flight)"), std::string::npos) << d.advice;
+  // Another process on a core changes nothing while the workers sleep and no thread of ours waits for a core (as in a
+  // 2-at-a-time test suite); when our threads do wait for cores, the contention comes first.
+  auto shared = data_window(0.3);
+  shared.contention.others_cpu = 1.0;
+  EXPECT_NE(instrument::diagnose(shared, eight).reason.find("loader short of reads"), std::string::npos);
+  shared.contention.runq_wait = 0.4;
+  EXPECT_NE(instrument::diagnose(shared, eight).reason.find("loader short of CPU: other processes 1.0 of 2 cores"),
+            std::string::npos);
 }
 
 TEST(CalibratedCompute, SpeedIsTheCalibratedOverTheMeasuredComputePerStep) {

@@ -100,9 +100,9 @@ struct TrainConfig {
   StepRange profile_ops;             ///< operator profile window (ops.txt, ops.csv, ops_trace.json); empty = none
   bool profile_ops_shapes = false;   ///< operator table also grouped by input shape
   bool profile_ops_memory = false;   ///< operator profile records allocations (MiB per stage)
-  /// The diagnosis's expected compute speed (engine/calibration.h): this setting's cached figure, else two of the
-  /// run's own steps timed with the loader paused (no extra step), cached per setting and machine when the machine
-  /// was quiet. Skipped with instrument=off and under DDP.
+  /// The diagnosis's expected compute speed (engine/calibration.h): this setting's cached figure, else the last two
+  /// steps of the instrument warm-up timed with the loader paused (no extra step), cached per setting and machine
+  /// when the machine was quiet. Skipped with instrument=off and under DDP.
   bool calibrate = true;
   bool nvtx_ops = false;             ///< an NVTX range per operator, nested in the stage ranges (Nsight)
   bool sync = false;

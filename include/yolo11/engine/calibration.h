@@ -1,7 +1,7 @@
 #pragma once
 // The speed this model's compute should reach here, measured inside the run at no extra step: forward + loss +
-// backward of two of the run's own steps (the first two after the instrument warm-up), timed with the loader's
-// workers paused (data::Loader::pause) so that nothing of the run competes with them, and kept only when the
+// backward of two of the run's own steps (the last two of the instrument warm-up, never the first step), timed with the
+// loader's workers paused (data::Loader::pause) so that nothing of the run competes with them, and kept only when the
 // contention signals over those steps say the machine was quiet. The figure is cached per setting in
 // <user cache>/compute_calibration.json; a cached figure is used from the run's first window, measured again when
 // older than 30 days or found implausible (a run computing faster than its calibration: it was measured on a busy
@@ -65,8 +65,8 @@ std::string calibration_contention(const std::vector<CalibrationSpan>& spans, in
 /// Trainer thread only.
 class InRunCalibration {
  public:
-  /// `first_step`: the first global step that may be timed (after the run's first step, which creates the
-  /// kernels' primitives, and after the instrument warm-up); `cores`: the usable cores.
+  /// `first_step`: the first global step to time (the trainer: the last two steps of the instrument warm-up, never
+  /// the run's first step, which creates the kernels' primitives); `cores`: the usable cores.
   InRunCalibration(std::string key, int64_t first_step, int cores, c10::Device device);
   bool wants(int64_t step) const;
   void begin(data::Loader* loader);
