@@ -54,9 +54,12 @@ bool write_cache(const nlohmann::json& j) {
   }
 }
 
+/// The CUDA device index of `device` (an unindexed "cuda" is device 0).
+int cuda_index(const c10::Device& device) { return device.index() < 0 ? 0 : device.index(); }
+
 std::string device_name(const c10::Device& device) {
   if (!device.is_cuda()) return instrument::cpu_model();
-  const int idx = device.index() < 0 ? 0 : device.index();
+  const int idx = cuda_index(device);
   if (const auto nvml = instrument::Nvml::open(idx)) return nvml->device_name();
   return fmt::format("cuda:{}", idx);
 }
@@ -152,7 +155,7 @@ bool InRunCalibration::wants(int64_t step) const {
 void InRunCalibration::begin(data::Loader* loader) {
   loader_ = loader;
   unparked_ = loader_ != nullptr ? loader_->pause() : 0;
-  if (device_.is_cuda()) compat::synchronize(device_.index() < 0 ? 0 : device_.index());
+  if (device_.is_cuda()) compat::synchronize(cuda_index(device_));
   c0_ = reader_.read();
   cpu0_ = instrument::process_cpu_seconds();
   t0_ns_ = now_ns();
@@ -169,7 +172,7 @@ void InRunCalibration::abandon() {
 bool InRunCalibration::end() {
   if (!in_span_) return false;
   in_span_ = false;
-  if (device_.is_cuda()) compat::synchronize(device_.index() < 0 ? 0 : device_.index());
+  if (device_.is_cuda()) compat::synchronize(cuda_index(device_));
   CalibrationSpan s;
   s.compute_s = 1e-9 * static_cast<double>(now_ns() - t0_ns_);
   const instrument::ContentionCounters c1 = reader_.read();
