@@ -510,15 +510,17 @@ TEST(SlowedComputeProcess, ACgroupQuotaOfOneCoreIsTheUsableCountAndTheCause) {
 }
 
 }  // namespace
-// A loader throttled by a slow reader, for real: yolo11-train whose one worker sleeps 120 ms per sample
+// A loader throttled by a slow reader, for real: yolo11-train whose one worker sleeps 400 ms per sample
 // (YOLO11_TEST_LOADER_DELAY_MS, a slow disk or network file system) waits for data most of each step, and its
-// workers are on a core a small share of the time: the verdict names reads, not decoding or workers.
+// workers are on a core a small share of the time: the verdict names reads, not decoding or workers. The delay is
+// 3x the step of the ASan build beside a parallel ctest (120 ms at batch 1 and 64 px): with 120 ms the loader kept
+// up there and the run was rightly compute-bound.
 TEST(DataBoundProcess, ASlowReaderIsNamedAsTheLoadersShortage) {
   const std::string project = test::scratch_dir("data_bound_reads");
   auto args = test::coco8_train_args(project, "run", 2, /*batch=*/1);
   for (const char* a : {"instrument=basic", "instrument_warmup=1", "log_every=3", "val=false", "calibrate=false"})
     args.push_back(a);
-  setenv("YOLO11_TEST_LOADER_DELAY_MS", "120", 1);
+  setenv("YOLO11_TEST_LOADER_DELAY_MS", "400", 1);
   const int rc = test::run(test::exe("yolo11-train"), args, project + "/run.log");
   unsetenv("YOLO11_TEST_LOADER_DELAY_MS");
   ASSERT_EQ(rc, 0) << test::read_text(project + "/run.log");
