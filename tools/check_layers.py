@@ -6,6 +6,9 @@ and fails (exit 1, naming the file and line) on an include of an area on the sam
 includer's, and on an area missing from LAYERS below. A layer's areas do not include each other, so the graph
 cannot have a cycle.
 
+Installed headers: a header of include/yolo11/ outside a detail/ folder includes no detail/ header (those are not
+installed; include/yolo11/engine/detail/run.h is the trainer's own state).
+
 Stages: the names of include/yolo11/instrument/stages.h (kStepStageNames, kLoaderStages) are spelled there only.
 In src/, include/ and bench/ (code, not comments) it fails on
   - a stage name as a string literal handed to stage(), ScopedRange, share(), find() or test_delay();
@@ -133,6 +136,9 @@ def main():
                         if not m:
                             continue
                         parts = m.group(1).split("/")
+                        if "detail" in parts and rel.startswith("include") and "detail" not in rel.split(os.sep):
+                            problems.append(f"{rel}:{n}: an installed header includes {m.group(1)}: detail/ headers "
+                                            f"are not installed (CMakeLists.txt), so a consumer's build would fail")
                         b = parts[0] if len(parts) > 1 else "(root)"
                         if b == a:
                             continue

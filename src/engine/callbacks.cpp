@@ -16,7 +16,7 @@
 #include "yolo11/plot/data_plots.h"
 #include "yolo11/engine/checkpoint.h"
 #include "yolo11/engine/loggers.h"
-#include "yolo11/engine/run.h"
+#include "yolo11/engine/detail/run.h"
 #include "yolo11/io/console.h"
 #include "yolo11/io/run_dir.h"
 #include "yolo11/model/pt_save.h"

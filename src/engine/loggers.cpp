@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "yolo11/engine/run.h"
+#include "yolo11/engine/detail/run.h"
 #include "yolo11/instrument/mfu.h"
 #include "yolo11/instrument/sampler.h"
 #include "yolo11/io/metrics_server.h"

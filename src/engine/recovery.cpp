@@ -1,5 +1,5 @@
-// Good state of an epoch, non-finite checks and the out-of-memory message (include/yolo11/engine/recovery.h).
-#include "yolo11/engine/recovery.h"
+// Good state of an epoch, non-finite checks and the out-of-memory message (include/yolo11/engine/detail/recovery.h).
+#include "yolo11/engine/detail/recovery.h"
 
 #include <c10/util/Exception.h>
 #include <spdlog/spdlog.h>
@@ -16,7 +16,7 @@
 
 #include "yolo11/core/compat.h"
 #include "yolo11/engine/checkpoint.h"
-#include "yolo11/engine/run.h"
+#include "yolo11/engine/detail/run.h"
 #include "yolo11/instrument/sampler.h"
 #include "yolo11/io/safetensors.h"
 #include "yolo11/model/weights.h"

@@ -1,8 +1,8 @@
-// engine::build_run and engine::resume (include/yolo11/engine/run.h): Ultralytics BaseTrainer._setup_train and
+// engine::build_run and engine::resume (include/yolo11/engine/detail/run.h): Ultralytics BaseTrainer._setup_train and
 // resume_training, in C++. The order of construction is the order of random draws: keep it.
 // DDP (WORLD_SIZE > 1, docs/dist.md): every rank builds the same run on its shard with batch / world; rank 0's
 // initial weights are broadcast; rank 0 alone writes the run dir and validates.
-#include "yolo11/engine/run.h"
+#include "yolo11/engine/detail/run.h"
 
 #include <sched.h>
 
@@ -36,6 +36,13 @@ TrainContext Run::context(Event e) {
   c.event = e;
   c.cfg = &cfg;
   c.run = this;
+  c.model = net ? net.get() : nullptr;
+  c.ema = ema.get();
+  c.optimizer = opt.opt.get();
+  c.profiler = prof.get();
+  c.train_loader = train_loader.get();
+  c.val_loader = val_loader.get();
+  c.best_fitness = best_fitness;
   c.run_dir = run_dir;
   c.rank = denv.rank;
   c.world = denv.world;

@@ -2,7 +2,7 @@
 // The trainer's reports on a Run (src/engine/trainer.cpp calls them): the DDP straggler report of each closed window
 // (src/engine/straggler_report.cpp), the loader's per-part table of each epoch and the end-of-run tables
 // (src/engine/run_reports.cpp). Internal to the engine: user callbacks read the same figures from the Profiler.
-#include "yolo11/engine/run.h"
+#include "yolo11/engine/detail/run.h"
 
 namespace yolo11::engine {
 

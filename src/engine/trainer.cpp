@@ -30,8 +30,8 @@
 #include "yolo11/engine/inference.h"
 #include "yolo11/engine/interrupt.h"
 #include "yolo11/engine/multi_tensor_optim.h"
-#include "yolo11/engine/recovery.h"
-#include "yolo11/engine/run.h"
+#include "yolo11/engine/detail/recovery.h"
+#include "yolo11/engine/detail/run.h"
 #include "yolo11/instrument/sampler.h"
 #include "yolo11/io/pt_checkpoint.h"
 #include "yolo11/io/run_dir.h"
@@ -535,6 +535,9 @@ void Trainer::validate_and_save() {
     r.fire(Event::on_val_end, [&](TrainContext& c) { c.val = &vr; });
   }
   const double fitness = vr.metrics.fitness;
+  // As the reference's validate(): the best fitness includes this epoch's before on_fit_epoch_end fires.
+  const bool is_best = fitness > r.best_fitness;
+  if (is_best) r.best_fitness = fitness;
   EpochResult row;
   {
     auto s = r.prof->stage(instrument::StepStage::log);
@@ -567,8 +570,6 @@ void Trainer::validate_and_save() {
   }
   {
     auto s = r.prof->stage(instrument::StepStage::checkpoint);
-    const bool is_best = fitness > r.best_fitness;
-    if (is_best) r.best_fitness = fitness;
     enter(static_cast<int>(RunStage::checkpoint));
     if (cfg_.save && r.main_rank)
       r.fire(Event::on_model_save, [&](TrainContext& c) {

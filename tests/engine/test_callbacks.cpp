@@ -15,7 +15,10 @@
 #include "process.h"
 #include "yolo11/config/train_config.h"
 #include "yolo11/engine/callbacks.h"
-#include "yolo11/engine/run.h"
+#include "yolo11/data/loader.h"
+#include "yolo11/engine/ema.h"
+#include "yolo11/engine/results.h"
+#include "yolo11/model/yolo.h"
 #include "yolo11/engine/trainer.h"
 
 namespace fs = std::filesystem;
@@ -73,11 +76,15 @@ TEST(Callbacks, EveryEventFiresInTheDocumentedOrderOnACoco8Run) {
   std::vector<std::string> problems;
   int64_t nb = 0;
   trainer.add_callback(Event::on_pretrain_routine_start, [&](engine::TrainContext& c) {
-    if (c.run != nullptr) problems.push_back("on_pretrain_routine_start: the run exists already");
+    if (c.run != nullptr || c.model != nullptr) problems.push_back("on_pretrain_routine_start: the run exists already");
     if (!fs::is_directory(c.run_dir)) problems.push_back("on_pretrain_routine_start: no run dir");
   });
   trainer.add_callback(Event::on_pretrain_routine_end, [&](engine::TrainContext& c) {
-    if (c.run == nullptr || !c.run->net) problems.push_back("on_pretrain_routine_end: the model is not built");
+    // The run's parts, through the installed TrainContext only (the Run itself is in a header not installed).
+    if (c.model == nullptr || c.model->parameters().empty()) problems.push_back("on_pretrain_routine_end: no model");
+    if (c.ema == nullptr || c.optimizer == nullptr || c.profiler == nullptr || c.train_loader == nullptr ||
+        c.val_loader == nullptr)
+      problems.push_back("on_pretrain_routine_end: EMA, optimizer, profiler or a loader missing");
     nb = c.num_batches;
   });
   trainer.add_callback(Event::on_train_batch_end, [&](engine::TrainContext& c) {
@@ -89,6 +96,7 @@ TEST(Callbacks, EveryEventFiresInTheDocumentedOrderOnACoco8Run) {
   });
   trainer.add_callback(Event::on_fit_epoch_end, [&](engine::TrainContext& c) {
     if (c.row == nullptr || c.row->epoch != c.epoch + 1) problems.push_back("on_fit_epoch_end: wrong or no row");
+    if (c.best_fitness < 0) problems.push_back("on_fit_epoch_end: no best fitness after a validation");
     // The default results callback ran before this one: the epoch's row is in results.csv.
     if (test::count_rows(fs::path(c.run_dir) / "results.csv") != static_cast<size_t>(c.epoch + 1))
       problems.push_back("on_fit_epoch_end: results.csv lacks the epoch's row (default callbacks run first)");

@@ -17,9 +17,9 @@
 #include "golden.h"
 #include "yolo11/config/train_config.h"
 #include "yolo11/engine/checkpoint.h"
-#include "yolo11/engine/recovery.h"
+#include "yolo11/engine/detail/recovery.h"
 #include "yolo11/engine/results.h"
-#include "yolo11/engine/run.h"
+#include "yolo11/engine/detail/run.h"
 #include "yolo11/engine/trainer.h"
 #include "yolo11_test_config.h"
 

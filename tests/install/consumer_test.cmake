@@ -15,6 +15,9 @@ foreach(f lib/libyolo11.a lib/cmake/yolo11/yolo11Config.cmake include/yolo11/bui
     message(FATAL_ERROR "cmake --install did not install ${f}")
   endif()
 endforeach()
+if(EXISTS ${WORK}/prefix/include/yolo11/engine/detail)
+  message(FATAL_ERROR "cmake --install installed include/yolo11/engine/detail (the trainer's own state, not API)")
+endif()
 step("configuring the consumer" ${CMAKE_COMMAND} -S ${CONSUMER} -B ${WORK}/build -G ${GENERATOR}
      -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${WORK}/prefix)
 step("building the consumer" ${CMAKE_COMMAND} --build ${WORK}/build)

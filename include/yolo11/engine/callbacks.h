@@ -25,16 +25,27 @@
 #include <string>
 #include <vector>
 
+namespace torch::optim {
+class Optimizer;
+}
 namespace yolo11::config {
 struct TrainConfig;
 }
 namespace yolo11::data {
 struct Batch;
+class Loader;
+}  // namespace yolo11::data
+namespace yolo11::model {
+class YOLOImpl;
+}
+namespace yolo11::instrument {
+class Profiler;
 }
 
 namespace yolo11::engine {
 
-struct Run;
+struct Run;  // include/yolo11/engine/detail/run.h: the trainer's own state, not installed
+class ModelEMA;
 struct ValResult;
 struct EpochResult;
 
@@ -63,12 +74,22 @@ std::optional<Event> parse_event(const std::string& name);
 /// Every event in the order above.
 const std::vector<Event>& all_events();
 
-/// What a callback sees. Pointers are null and numbers -1 where an event has no such value; `run` gives access to
-/// everything else (model, optimizer, EMA, profiler, loaders: include "yolo11/engine/run.h").
+/// What a callback sees (Ultralytics passes the trainer; these are the attributes its callbacks read). Pointers are
+/// null and numbers -1 where an event has no such value; the run's parts are null at on_pretrain_routine_start.
 struct TrainContext {
   Event event = Event::on_pretrain_routine_start;
   const config::TrainConfig* cfg = nullptr;
-  Run* run = nullptr;        ///< null only at on_pretrain_routine_start
+  // ---- the run's parts (Ultralytics: trainer.model, .ema, .optimizer, .train_loader, ...) ----
+  model::YOLOImpl* model = nullptr;              ///< the network being trained (model/yolo.h; DDP: this rank's replica)
+  const ModelEMA* ema = nullptr;                 ///< the EMA weights that are validated and saved (engine/ema.h)
+  torch::optim::Optimizer* optimizer = nullptr;  ///< parameter groups 0 weights, 1 norm, 2 bias
+  const instrument::Profiler* profiler = nullptr;  ///< stage timers and windows (instrument/profiler.h)
+  const data::Loader* train_loader = nullptr;      ///< (data/loader.h)
+  const data::Loader* val_loader = nullptr;        ///< rank 0 only
+  double best_fitness = -1;  ///< the best fitness so far, this epoch's included from on_fit_epoch_end (-1 before)
+  /// The trainer's whole state, for the trainer's own callbacks (src/engine/callbacks.cpp, src/engine/loggers.cpp).
+  /// Its header, yolo11/engine/detail/run.h, is not installed: a consumer's callback reads the fields above.
+  Run* run = nullptr;
   std::string run_dir;       ///< "" on DDP ranks > 0
   int rank = 0;
   int world = 1;

@@ -1,11 +1,14 @@
 // Consumer of an installed yolo11-cpp: loads a config (installed configs/default.yaml), builds YOLO11n from the
-// installed model YAML and runs a forward pass.
+// installed model YAML and runs a forward pass; registers a callback that reads the run's parts through the
+// installed TrainContext (compiled, not fired: firing needs a training run).
 #include <torch/torch.h>
 
 #include <cstdio>
 
 #include "yolo11/build_info.h"
 #include "yolo11/config/train_config.h"
+#include "yolo11/engine/callbacks.h"
+#include "yolo11/engine/ema.h"
 #include "yolo11/model/yolo.h"
 
 int main() {
@@ -13,6 +16,11 @@ int main() {
   yolo11::model::ModelOptions mo;
   mo.yaml = yolo11::model::resolve_model_yaml("yolo11.yaml");
   yolo11::model::YOLO net(mo);
+  yolo11::engine::Callbacks callbacks;
+  callbacks.add("on_fit_epoch_end", [](yolo11::engine::TrainContext& c) {
+    std::printf("epoch %lld: %zu parameters, best fitness %.4f\n", static_cast<long long>(c.epoch),
+                c.model->parameters().size(), c.best_fitness);
+  });
   net->eval();
   torch::NoGradGuard ng;
   const auto out = net->forward(torch::zeros({1, 3, cfg.imgsz, cfg.imgsz}));

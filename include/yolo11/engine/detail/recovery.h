@@ -26,8 +26,8 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 /// weights are not kept: (1 + optimizer moments) × the model state bytes (yolo11n: 10, 20, 30 MiB for no moments yet,
 /// SGD, AdamW).
 struct GoodState {
-  int64_t epoch = -1;      ///< 0-based epoch this state starts
-  NamedTensors ema;        ///< EMA weights and buffers (CPU copies)
+  int64_t epoch = -1;  ///< 0-based epoch this state starts
+  NamedTensors ema;    ///< EMA weights and buffers (CPU copies)
   int64_t ema_updates = 0;
   /// The optimizer's per-parameter state (moments, step counts; SGD, Adam, AdamW), tensors copied to the host.
   std::shared_ptr<const OptimizerStateCopy> optimizer;
