@@ -6,7 +6,8 @@ A key whose member is only parsed, validated and written back to args.yaml chang
 it is misled. Such keys are allowed only in ACCEPTED below, each with the reason it exists, and an entry whose member
 has since become read is reported too (the reason went stale).
 
-A read is `cfg.member`, `c.member`, `cfg_.member`, `config.member`, `saved.member`, `requested.member` (or `->`) in
+A read is `cfg.member`, `c.member`, `cfg_.member`, `config.member`, `saved.member`, `requested.member`, `hyp.member`
+(a section: config::Hyperparameters) (or `->`) in
 src/, include/ or bench/ outside the config area.
 
     tools/check_keys.py [--root DIR] [--list]     --list also prints each key with the files that read it
@@ -26,7 +27,7 @@ ACCEPTED = {
     "copy_paste": "segmentation-only augmentation in Ultralytics; the table accepts only 0 for detection",
 }
 
-VARS = r"(?:cfg|cfg_|c|config|saved|requested)"
+VARS = r"(?:cfg|cfg_|c|config|saved|requested|hyp)"
 
 
 def key_members(root):
@@ -36,7 +37,7 @@ def key_members(root):
     out = []
     for m in re.finditer(r"t\.push_back\((.*?)\);\n", src, re.S):
         body = m.group(1)
-        k = re.match(r'\s*\{?\s*(?:\w+\()?"(\w+)"', body)
+        k = re.match(r'\s*(?:in<\w+>\()?\{?\s*(?:\w+\()?"(\w+)"', body)
         if not k:
             continue
         member = re.search(r"&C::(\w+)", body) or re.search(r"\bc\.(\w+)\s*=[^=]", body)

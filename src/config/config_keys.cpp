@@ -111,7 +111,8 @@ YAML::Node index_list_node(const std::vector<int64_t>& v) {
   return n;
 }
 
-KeyDef bool_key(const std::string& name, bool TrainConfig::*m) {
+template <class S>
+KeyDef bool_key(const std::string& name, bool S::*m) {
   return {name,
           [name, m](TrainConfig& c, const Raw& v, const std::string& where) {
             need_scalar(name, where, v, "true or false");
@@ -119,21 +120,24 @@ KeyDef bool_key(const std::string& name, bool TrainConfig::*m) {
             if (!b) bad_value(name, where, v, "is not a bool; expected true or false");
             c.*m = *b;
           },
-          [m](const TrainConfig& c) { return YAML::Node(c.*m); }};
+          [m](const TrainConfig& c) { return YAML::Node(c.*m); }, S::kSection};
 }
 
-KeyDef int_key(const std::string& name, int64_t TrainConfig::*m, double lo = -kInf, double hi = kInf,
+template <class S>
+KeyDef int_key(const std::string& name, int64_t S::*m, double lo = -kInf, double hi = kInf,
                const std::string& hint = "") {
   return {name,
           [=](TrainConfig& c, const Raw& v, const std::string& where) {
             need_scalar(name, where, v, "an integer");
             auto i = v.is_null ? std::nullopt : parse_int(v.text);
-            if (!i) bad_value(name, where, v, "is not an integer; expected an integer " + range_text(lo, hi, false, false) + hint);
+            if (!i)
+              bad_value(name, where, v,
+                        "is not an integer; expected an integer " + range_text(lo, hi, false, false) + hint);
             if (static_cast<double>(*i) < lo || static_cast<double>(*i) > hi)
               bad_value(name, where, v, "is out of range; expected an integer " + range_text(lo, hi, false, false) + hint);
             c.*m = *i;
           },
-          [m](const TrainConfig& c) { return YAML::Node(c.*m); }};
+          [m](const TrainConfig& c) { return YAML::Node(c.*m); }, S::kSection};
 }
 
 void check_float(const std::string& name, const std::string& where, const Raw& v, double x, double lo, double hi,
@@ -143,21 +147,24 @@ void check_float(const std::string& name, const std::string& where, const Raw& v
   if (below || above) bad_value(name, where, v, "is out of range; expected a number " + range_text(lo, hi, lo_open, hi_open));
 }
 
-KeyDef float_key(const std::string& name, double TrainConfig::*m, double lo = -kInf, double hi = kInf,
-                 bool lo_open = false, bool hi_open = false) {
+template <class S>
+KeyDef float_key(const std::string& name, double S::*m, double lo = -kInf, double hi = kInf, bool lo_open = false,
+                 bool hi_open = false) {
   return {name,
           [=](TrainConfig& c, const Raw& v, const std::string& where) {
             need_scalar(name, where, v, "a number");
             auto x = v.is_null ? std::nullopt : parse_float(v.text);
-            if (!x) bad_value(name, where, v, "is not a number; expected a number " + range_text(lo, hi, lo_open, hi_open));
+            if (!x)
+              bad_value(name, where, v, "is not a number; expected a number " + range_text(lo, hi, lo_open, hi_open));
             check_float(name, where, v, *x, lo, hi, lo_open, hi_open);
             c.*m = *x;
           },
-          [m](const TrainConfig& c) { return float_node(c.*m); }};
+          [m](const TrainConfig& c) { return float_node(c.*m); }, S::kSection};
 }
 
-KeyDef opt_float_key(const std::string& name, std::optional<double> TrainConfig::*m, double lo, double hi,
-                     bool lo_open = false, bool hi_open = false) {
+template <class S>
+KeyDef opt_float_key(const std::string& name, std::optional<double> S::*m, double lo, double hi, bool lo_open = false,
+                     bool hi_open = false) {
   return {name,
           [=](TrainConfig& c, const Raw& v, const std::string& where) {
             need_scalar(name, where, v, "a number or null");
@@ -166,25 +173,30 @@ KeyDef opt_float_key(const std::string& name, std::optional<double> TrainConfig:
               return;
             }
             auto x = parse_float(v.text);
-            if (!x) bad_value(name, where, v, "is not a number; expected null or a number " + range_text(lo, hi, lo_open, hi_open));
+            if (!x)
+              bad_value(name, where, v,
+                        "is not a number; expected null or a number " + range_text(lo, hi, lo_open, hi_open));
             check_float(name, where, v, *x, lo, hi, lo_open, hi_open);
             c.*m = *x;
           },
-          [m](const TrainConfig& c) { return (c.*m) ? float_node(*(c.*m)) : YAML::Node(YAML::NodeType::Null); }};
+          [m](const TrainConfig& c) { return (c.*m) ? float_node(*(c.*m)) : YAML::Node(YAML::NodeType::Null); },
+          S::kSection};
 }
 
-KeyDef str_key(const std::string& name, std::string TrainConfig::*m) {
+template <class S>
+KeyDef str_key(const std::string& name, std::string S::*m) {
   return {name,
           [=](TrainConfig& c, const Raw& v, const std::string& where) {
             need_scalar(name, where, v, "a string");
             c.*m = v.is_null ? std::string() : v.text;
           },
-          [m](const TrainConfig& c) { return YAML::Node(c.*m); }};
+          [m](const TrainConfig& c) { return YAML::Node(c.*m); }, S::kSection};
 }
 
 /// A string from a fixed set; matching is case-insensitive, the stored value is the canonical spelling.
-KeyDef enum_key(const std::string& name, std::string TrainConfig::*m, std::vector<std::string> choices,
-                bool allow_empty = false, const std::string& hint = "") {
+template <class S>
+KeyDef enum_key(const std::string& name, std::string S::*m, std::vector<std::string> choices, bool allow_empty = false,
+                const std::string& hint = "") {
   return {name,
           [=](TrainConfig& c, const Raw& v, const std::string& where) {
             need_scalar(name, where, v, "one of " + join(choices, ", "));
@@ -200,10 +212,11 @@ KeyDef enum_key(const std::string& name, std::string TrainConfig::*m, std::vecto
             bad_value(name, where, v, "is not allowed; expected one of " + join(choices, ", ") +
                                           (allow_empty ? " (or empty)" : "") + hint);
           },
-          [m](const TrainConfig& c) { return YAML::Node(c.*m); }};
+          [m](const TrainConfig& c) { return YAML::Node(c.*m); }, S::kSection};
 }
 
-KeyDef step_range_key(const std::string& name, StepRange TrainConfig::*m) {
+template <class S>
+KeyDef step_range_key(const std::string& name, StepRange S::*m) {
   return {name,
           [=](TrainConfig& c, const Raw& v, const std::string& where) {
             need_scalar(name, where, v, "\"START:STOP\"");
@@ -223,7 +236,15 @@ KeyDef step_range_key(const std::string& name, StepRange TrainConfig::*m) {
           },
           [m](const TrainConfig& c) {
             return (c.*m).empty() ? YAML::Node(YAML::NodeType::Null) : YAML::Node((c.*m).str());
-          }};
+          },
+          S::kSection};
+}
+
+/// A hand-written key of section S (the struct of include/yolo11/config/train_config.h whose field it sets).
+template <class S>
+KeyDef in(KeyDef k) {
+  k.section = S::kSection;
+  return k;
 }
 
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -258,70 +279,79 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(opt_float_key("time", &C::time, 0, kInf, true));
     t.push_back(int_key("patience", &C::patience, 0, 1e9));
     // batch: an integer >= 1, or AutoBatch as Ultralytics: -1 (60 % of device memory) or a fraction in (0, 1).
-    t.push_back({"batch",
-                 [](C& c, const Raw& v, const std::string& where) {
-                   need_scalar("batch", where, v, "an integer");
-                   const std::string expect = "expected an integer in [1, 1000000], -1 (AutoBatch, 60% of device memory) "
-                                              "or a fraction in (0, 1) (AutoBatch at that fraction)";
-                   if (v.is_null) bad_value("batch", where, v, "is not an integer; " + expect);
-                   if (auto i = parse_int(v.text)) {
-                     if (*i == -1) {
-                       c.batch = 16, c.batch_fraction = 0.6;  // 16 until resolved: Ultralytics' CPU default
-                       return;
-                     }
-                     if (*i < 1 || *i > 1000000) bad_value("batch", where, v, "is out of range; " + expect);
-                     c.batch = *i, c.batch_fraction = 0.0;
-                     return;
-                   }
-                   auto x = parse_float(v.text);
-                   if (!x) bad_value("batch", where, v, "is not an integer; " + expect);
-                   if (!(*x > 0.0 && *x < 1.0)) bad_value("batch", where, v, "is out of range; " + expect);
-                   c.batch = 16, c.batch_fraction = *x;
-                 },
-                 [](const C& c) { return c.batch_fraction > 0 ? float_node(c.batch_fraction) : YAML::Node(c.batch); }});
+    t.push_back(in<TrainSettings>(
+        {"batch",
+         [](C& c, const Raw& v, const std::string& where) {
+           need_scalar("batch", where, v, "an integer");
+           const std::string expect =
+               "expected an integer in [1, 1000000], -1 (AutoBatch, 60% of device memory) "
+               "or a fraction in (0, 1) (AutoBatch at that fraction)";
+           if (v.is_null) bad_value("batch", where, v, "is not an integer; " + expect);
+           if (auto i = parse_int(v.text)) {
+             if (*i == -1) {
+               c.batch = 16, c.batch_fraction = 0.6;  // 16 until resolved: Ultralytics' CPU default
+               return;
+             }
+             if (*i < 1 || *i > 1000000) bad_value("batch", where, v, "is out of range; " + expect);
+             c.batch = *i, c.batch_fraction = 0.0;
+             return;
+           }
+           auto x = parse_float(v.text);
+           if (!x) bad_value("batch", where, v, "is not an integer; " + expect);
+           if (!(*x > 0.0 && *x < 1.0)) bad_value("batch", where, v, "is out of range; " + expect);
+           c.batch = 16, c.batch_fraction = *x;
+         },
+         [](const C& c) { return c.batch_fraction > 0 ? float_node(c.batch_fraction) : YAML::Node(c.batch); }}));
     // imgsz: integer >= 32; rounded up to a multiple of 32 (max stride) with a warning, as Ultralytics does.
-    t.push_back({"imgsz",
-                 [](C& c, const Raw& v, const std::string& where) {
-                   need_scalar("imgsz", where, v, "an integer");
-                   auto i = v.is_null ? std::nullopt : parse_int(v.text);
-                   if (!i) bad_value("imgsz", where, v, "is not an integer; expected an integer in [32, 8192] (square size)");
-                   if (*i < 32 || *i > 8192) bad_value("imgsz", where, v, "is out of range; expected an integer in [32, 8192]");
-                   int64_t r = (*i + 31) / 32 * 32;
-                   if (r != *i)
-                     spdlog::warn("config: imgsz={} ({}) is not a multiple of max stride 32, using imgsz={}", *i, where, r);
-                   c.imgsz = r;
-                 },
-                 [](const C& c) { return YAML::Node(c.imgsz); }});
+    t.push_back(in<TrainSettings>(
+        {"imgsz",
+         [](C& c, const Raw& v, const std::string& where) {
+           need_scalar("imgsz", where, v, "an integer");
+           auto i = v.is_null ? std::nullopt : parse_int(v.text);
+           if (!i) bad_value("imgsz", where, v, "is not an integer; expected an integer in [32, 8192] (square size)");
+           if (*i < 32 || *i > 8192) bad_value("imgsz", where, v, "is out of range; expected an integer in [32, 8192]");
+           int64_t r = (*i + 31) / 32 * 32;
+           if (r != *i)
+             spdlog::warn("config: imgsz={} ({}) is not a multiple of max stride 32, using imgsz={}", *i, where, r);
+           c.imgsz = r;
+         },
+         [](const C& c) { return YAML::Node(c.imgsz); }}));
     t.push_back(bool_key("save", &C::save));
     t.push_back(int_key("save_period", &C::save_period, -1e9, 1e9));
     t.push_back(bool_key("save_pt", &C::save_pt));
-    t.push_back({"cache",
-                 [](C& c, const Raw& v, const std::string& where) {
-                   need_scalar("cache", where, v, "false, true, ram or disk");
-                   const auto m = v.is_null ? core::CacheMode::off : core::parse_cache_mode(v.text);
-                   if (!m) bad_value("cache", where, v, "is not allowed; expected one of false, true, ram, disk");
-                   c.cache = *m;
-                 },
-                 [](const C& c) {
-                   return c.cache == core::CacheMode::off ? YAML::Node(false) : YAML::Node(core::to_string(c.cache));
-                 }});
+    t.push_back(in<TrainSettings>({"cache",
+                                   [](C& c, const Raw& v, const std::string& where) {
+                                     need_scalar("cache", where, v, "false, true, ram or disk");
+                                     const auto m = v.is_null ? core::CacheMode::off : core::parse_cache_mode(v.text);
+                                     if (!m)
+                                       bad_value("cache", where, v,
+                                                 "is not allowed; expected one of false, true, ram, disk");
+                                     c.cache = *m;
+                                   },
+                                   [](const C& c) {
+                                     return c.cache == core::CacheMode::off ? YAML::Node(false)
+                                                                            : YAML::Node(core::to_string(c.cache));
+                                   }}));
     t.push_back(str_key("device", &C::device));
     t.push_back(int_key("workers", &C::workers, 0, 1024));
     t.push_back(str_key("project", &C::project));
     t.push_back(str_key("name", &C::name));
     t.push_back(bool_key("exist_ok", &C::exist_ok));
-    t.push_back({"pretrained",
-                 [](C& c, const Raw& v, const std::string& where) {
-                   need_scalar("pretrained", where, v, "true, false or a weights path");
-                   if (v.is_null) c.pretrained = "false";
-                   else if (auto b = parse_bool(v.text)) c.pretrained = *b ? "true" : "false";
-                   else c.pretrained = v.text;
-                 },
-                 [](const C& c) {
-                   return c.pretrained == "true" ? YAML::Node(true)
-                          : c.pretrained == "false" ? YAML::Node(false)
-                                                    : YAML::Node(c.pretrained);
-                 }});
+    t.push_back(in<TrainSettings>({"pretrained",
+                                   [](C& c, const Raw& v, const std::string& where) {
+                                     need_scalar("pretrained", where, v, "true, false or a weights path");
+                                     if (v.is_null)
+                                       c.pretrained = "false";
+                                     else if (auto b = parse_bool(v.text))
+                                       c.pretrained = *b ? "true" : "false";
+                                     else
+                                       c.pretrained = v.text;
+                                   },
+                                   [](const C& c) {
+                                     return c.pretrained == "true"    ? YAML::Node(true)
+                                            : c.pretrained == "false" ? YAML::Node(false)
+                                                                      : YAML::Node(c.pretrained);
+                                   }}));
     t.push_back(enum_key("optimizer", &C::optimizer, {"SGD", "Adam", "AdamW", "auto"}, false,
                          " (MuSGD, Adamax, NAdam, RAdam, RMSProp are not implemented)"));
     t.push_back(bool_key("verbose", &C::verbose));
@@ -331,47 +361,63 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(bool_key("rect", &C::rect));
     t.push_back(bool_key("cos_lr", &C::cos_lr));
     t.push_back(int_key("close_mosaic", &C::close_mosaic, 0, 1e9));
-    t.push_back({"resume",
-                 [](C& c, const Raw& v, const std::string& where) {
-                   need_scalar("resume", where, v, "true, false or a path");
-                   if (v.is_null) c.resume = "false";
-                   else if (auto b = parse_bool(v.text)) c.resume = *b ? "true" : "false";
-                   else c.resume = v.text;
-                 },
-                 [](const C& c) {
-                   return c.resume == "true" ? YAML::Node(true) : c.resume == "false" ? YAML::Node(false) : YAML::Node(c.resume);
-                 }});
+    t.push_back(in<TrainSettings>({"resume",
+                                   [](C& c, const Raw& v, const std::string& where) {
+                                     need_scalar("resume", where, v, "true, false or a path");
+                                     if (v.is_null)
+                                       c.resume = "false";
+                                     else if (auto b = parse_bool(v.text))
+                                       c.resume = *b ? "true" : "false";
+                                     else
+                                       c.resume = v.text;
+                                   },
+                                   [](const C& c) {
+                                     return c.resume == "true"    ? YAML::Node(true)
+                                            : c.resume == "false" ? YAML::Node(false)
+                                                                  : YAML::Node(c.resume);
+                                   }}));
     t.push_back(bool_key("amp", &C::amp));
     t.push_back(float_key("fraction", &C::fraction, 0, 1, true, false));
     t.push_back(bool_key("profile", &C::profile));
-    t.push_back({"freeze",
-                 [](C& c, const Raw& v, const std::string& where) {
-                   c.freeze.clear();
-                   if (v.is_null) return;
-                   const std::string expect = "expected null, an integer N >= 0 (first N layers) or a list of layer indices";
-                   if (!v.is_list) {
-                     auto n = parse_int(v.text);
-                     if (!n || *n < 0) bad_value("freeze", where, v, "is not allowed; " + expect);
-                     // More than any model's layers (yolo11: 24) freezes the whole model; the cap keeps a typo such
-                     // as freeze=10000000000 from allocating an index per "layer".
-                     if (*n > 1000) bad_value("freeze", where, v, "is more layers than any model has (at most 1000); " + expect);
-                     for (int64_t i = 0; i < *n; ++i) c.freeze.push_back(i);
-                     return;
-                   }
-                   c.freeze = index_list("freeze", where, v, expect);
-                 },
-                 [](const C& c) { return index_list_node(c.freeze); }});
-    t.push_back({"multi_scale",
-                 [](C& c, const Raw& v, const std::string& where) {
-                   need_scalar("multi_scale", where, v, "a number in [0, 1)");
-                   if (v.is_null) { c.multi_scale = 0.0; return; }
-                   if (auto b = parse_bool(v.text)) { c.multi_scale = *b ? 0.5 : 0.0; return; }
-                   auto x = parse_float(v.text);
-                   if (!x) bad_value("multi_scale", where, v, "is not a number; expected a number in [0, 1) or true/false");
-                   check_float("multi_scale", where, v, *x, 0, 1, false, true);
-                   c.multi_scale = *x;
-                 },
-                 [](const C& c) { return float_node(c.multi_scale); }});
+    t.push_back(in<TrainSettings>({"freeze",
+                                   [](C& c, const Raw& v, const std::string& where) {
+                                     c.freeze.clear();
+                                     if (v.is_null) return;
+                                     const std::string expect =
+                                         "expected null, an integer N >= 0 (first N layers) or a list of layer indices";
+                                     if (!v.is_list) {
+                                       auto n = parse_int(v.text);
+                                       if (!n || *n < 0) bad_value("freeze", where, v, "is not allowed; " + expect);
+                                       // More than any model's layers (yolo11: 24) freezes the whole model; the cap
+                                       // keeps a typo such as freeze=10000000000 from allocating an index per "layer".
+                                       if (*n > 1000)
+                                         bad_value("freeze", where, v,
+                                                   "is more layers than any model has (at most 1000); " + expect);
+                                       for (int64_t i = 0; i < *n; ++i) c.freeze.push_back(i);
+                                       return;
+                                     }
+                                     c.freeze = index_list("freeze", where, v, expect);
+                                   },
+                                   [](const C& c) { return index_list_node(c.freeze); }}));
+    t.push_back(in<TrainSettings>({"multi_scale",
+                                   [](C& c, const Raw& v, const std::string& where) {
+                                     need_scalar("multi_scale", where, v, "a number in [0, 1)");
+                                     if (v.is_null) {
+                                       c.multi_scale = 0.0;
+                                       return;
+                                     }
+                                     if (auto b = parse_bool(v.text)) {
+                                       c.multi_scale = *b ? 0.5 : 0.0;
+                                       return;
+                                     }
+                                     auto x = parse_float(v.text);
+                                     if (!x)
+                                       bad_value("multi_scale", where, v,
+                                                 "is not a number; expected a number in [0, 1) or true/false");
+                                     check_float("multi_scale", where, v, *x, 0, 1, false, true);
+                                     c.multi_scale = *x;
+                                   },
+                                   [](const C& c) { return float_node(c.multi_scale); }}));
     t.push_back(bool_key("val", &C::val));
     t.push_back(enum_key("split", &C::split, {"val", "test", "train"}));
     t.push_back(bool_key("save_json", &C::save_json));
@@ -382,14 +428,15 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(bool_key("plots", &C::plots));
     t.push_back(bool_key("agnostic_nms", &C::agnostic_nms));
     t.push_back(bool_key("augment", &C::augment));
-    t.push_back({"classes",
-                 [](C& c, const Raw& v, const std::string& where) {
-                   c.classes.clear();
-                   if (v.is_null) return;
-                   const std::string expect = "expected null, a class id >= 0 or a list of class ids, e.g. [0, 2]";
-                   c.classes = index_list("classes", where, v, expect);
-                 },
-                 [](const C& c) { return index_list_node(c.classes); }});
+    t.push_back(in<ValSettings>({"classes",
+                                 [](C& c, const Raw& v, const std::string& where) {
+                                   c.classes.clear();
+                                   if (v.is_null) return;
+                                   const std::string expect =
+                                       "expected null, a class id >= 0 or a list of class ids, e.g. [0, 2]";
+                                   c.classes = index_list("classes", where, v, expect);
+                                 },
+                                 [](const C& c) { return index_list_node(c.classes); }}));
     t.push_back(str_key("source", &C::source));
     t.push_back(int_key("vid_stride", &C::vid_stride, 1, 1e6));
     t.push_back(bool_key("save_txt", &C::save_txt));
@@ -424,18 +471,22 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(enum_key("model_scale", &C::model_scale, {"n", "s", "m", "l", "x"}, true,
                          " (empty = take it from the model name, e.g. yolo11s.yaml)"));
     t.push_back(int_key("threads", &C::threads, 0, 4096));
+    t.push_back(str_key("datasets_dir", &C::datasets_dir));
     t.push_back(int_key("dist_timeout", &C::dist_timeout, 1, 7 * 24 * 3600));
     t.push_back(bool_key("ddp_overlap", &C::ddp_overlap));
-    t.push_back(bool_key("sync_bn", &C::sync_bn));
     t.push_back(float_key("bucket_cap_mb", &C::bucket_cap_mb, 0, 65536, false, true));
-    t.push_back({"instrument",
-                 [](C& c, const Raw& v, const std::string& where) {
-                   need_scalar("instrument", where, v, "one of off, basic, full");
-                   const auto l = v.is_null ? std::nullopt : core::parse_instrument_level(v.text);
-                   if (!l) bad_value("instrument", where, v, "is not allowed; expected one of off, basic, full");
-                   c.instrument = *l;
-                 },
-                 [](const C& c) { return YAML::Node(core::to_string(c.instrument)); }});
+    t.push_back(bool_key("sync_bn", &C::sync_bn));
+    t.push_back(in<InstrumentSettings>({"instrument",
+                                        [](C& c, const Raw& v, const std::string& where) {
+                                          need_scalar("instrument", where, v, "one of off, basic, full");
+                                          const auto l =
+                                              v.is_null ? std::nullopt : core::parse_instrument_level(v.text);
+                                          if (!l)
+                                            bad_value("instrument", where, v,
+                                                      "is not allowed; expected one of off, basic, full");
+                                          c.instrument = *l;
+                                        },
+                                        [](const C& c) { return YAML::Node(core::to_string(c.instrument)); }}));
     t.push_back(int_key("log_every", &C::log_every, 1, 1e9));
     t.push_back(int_key("instrument_warmup", &C::instrument_warmup, 0, 1e9));
     t.push_back(step_range_key("trace_steps", &C::trace_steps));
@@ -443,16 +494,17 @@ const std::vector<KeyDef>& key_table() {
     t.push_back(step_range_key("profile_ops", &C::profile_ops));
     t.push_back(bool_key("profile_ops_shapes", &C::profile_ops_shapes));
     t.push_back(bool_key("profile_ops_memory", &C::profile_ops_memory));
-    t.push_back(bool_key("nvtx_ops", &C::nvtx_ops));
     t.push_back(bool_key("calibrate", &C::calibrate));
+    t.push_back(bool_key("nvtx_ops", &C::nvtx_ops));
     t.push_back(bool_key("sync", &C::sync));
-    t.push_back(str_key("datasets_dir", &C::datasets_dir));
     t.push_back(bool_key("tensorboard", &C::tensorboard));
     t.push_back(int_key("metrics_port", &C::metrics_port, 0, 65535, " (0 = off)"));
     t.push_back(str_key("metrics_host", &C::metrics_host));
     t.push_back(int_key("max_steps", &C::max_steps, 0, 1e12, " (0 = off)"));
     t.push_back(bool_key("synthetic_data", &C::synthetic_data));
     t.push_back(bool_key("verify_advice", &C::verify_advice));
+    for (const auto& k : t)
+      if (k.section.empty()) throw std::logic_error("config: key '" + k.name + "' has no section");
     return t;
   }();
   return table;

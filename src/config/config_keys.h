@@ -34,6 +34,7 @@ struct KeyDef {
   std::string name;
   std::function<void(TrainConfig&, const Raw&, const std::string& where)> set;
   std::function<YAML::Node(const TrainConfig&)> get;
+  std::string section;  ///< kSection of the TrainConfig part holding the field (include/yolo11/config/train_config.h)
 };
 
 using core::join;

@@ -145,6 +145,12 @@ const std::vector<std::string>& config_keys() {
   return keys;
 }
 
+std::string config_section(const std::string& key) {
+  const KeyDef* def = find_key(key);
+  if (!def) unknown_key(key, "config_section");
+  return def->section;
+}
+
 std::vector<KeyDoc> default_key_docs(const std::string& default_yaml) {
   const std::string path = default_config_path(default_yaml);
   if (!fs::is_regular_file(path))

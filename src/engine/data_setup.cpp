@@ -6,26 +6,30 @@
 
 namespace yolo11::engine {
 
-data::AugmentOptions augment_options(const config::TrainConfig& cfg, bool train, bool val_rect) {
+data::AugmentOptions augment_options(const config::Hyperparameters& hyp, int64_t imgsz, bool augment, bool rect) {
   data::AugmentOptions a;
-  a.imgsz = cfg.imgsz;
-  a.hsv_h = cfg.hsv_h;
-  a.hsv_s = cfg.hsv_s;
-  a.hsv_v = cfg.hsv_v;
-  a.degrees = cfg.degrees;
-  a.translate = cfg.translate;
-  a.scale = cfg.scale;
-  a.shear = cfg.shear;
-  a.perspective = cfg.perspective;
-  a.flipud = cfg.flipud;
-  a.fliplr = cfg.fliplr;
-  a.mosaic = cfg.mosaic;
-  a.mixup = cfg.mixup;
-  a.cutmix = cfg.cutmix;
-  a.bgr = cfg.bgr;
-  a.augment = train;
-  a.rect = train ? cfg.rect : val_rect;
+  a.imgsz = imgsz;
+  a.hsv_h = hyp.hsv_h;
+  a.hsv_s = hyp.hsv_s;
+  a.hsv_v = hyp.hsv_v;
+  a.degrees = hyp.degrees;
+  a.translate = hyp.translate;
+  a.scale = hyp.scale;
+  a.shear = hyp.shear;
+  a.perspective = hyp.perspective;
+  a.flipud = hyp.flipud;
+  a.fliplr = hyp.fliplr;
+  a.mosaic = hyp.mosaic;
+  a.mixup = hyp.mixup;
+  a.cutmix = hyp.cutmix;
+  a.bgr = hyp.bgr;
+  a.augment = augment;
+  a.rect = rect;
   return a;
+}
+
+data::AugmentOptions augment_options(const config::TrainConfig& cfg, bool train, bool val_rect) {
+  return augment_options(cfg, cfg.imgsz, train, train ? cfg.rect : val_rect);
 }
 
 namespace {

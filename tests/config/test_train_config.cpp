@@ -10,6 +10,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <set>
 #include <thread>
 #include <vector>
@@ -326,4 +328,39 @@ TEST(TrainConfig, ShippedRunConfigsLoad) {
   EXPECT_FALSE(shapes.amp);
   const auto coco8 = TrainConfig::load(src("configs/coco8.yaml"), {});
   EXPECT_EQ(coco8.data, "configs/datasets/coco8.yaml");
+}
+
+// TrainConfig is built from one struct per section of configs/default.yaml: every key of the file sits under the
+// heading that is its struct's kSection, and a section read on its own is the TrainConfig's.
+TEST(ConfigSections, EveryKeySitsUnderItsStructsHeadingInDefaultYaml) {
+  std::ifstream in(src("configs/default.yaml"));
+  ASSERT_TRUE(in) << src("configs/default.yaml");
+  const std::regex heading(R"(^# (.+?) -{3,}$)"), key(R"(^([a-z0-9_]+):)");
+  std::string section, line;
+  std::map<std::string, std::string> file_section;
+  for (int n = 1; std::getline(in, line); ++n) {
+    std::smatch m;
+    if (std::regex_match(line, m, heading))
+      section = m[1];
+    else if (std::regex_search(line, m, key))
+      file_section[m[1]] = section;
+  }
+  ASSERT_EQ(file_section.size(), yolo11::config::config_keys().size());
+  std::set<std::string> sections;
+  for (const auto& k : yolo11::config::config_keys()) {
+    ASSERT_TRUE(file_section.count(k)) << k << " is not in configs/default.yaml";
+    EXPECT_EQ(file_section[k], yolo11::config::config_section(k)) << k;
+    sections.insert(file_section[k]);
+  }
+  EXPECT_EQ(sections.size(), 9u);
+  EXPECT_EQ(yolo11::config::config_section("lr0"), yolo11::config::Hyperparameters::kSection);
+  EXPECT_EQ(yolo11::config::config_section("calibrate"), yolo11::config::InstrumentSettings::kSection);
+  EXPECT_THROW(yolo11::config::config_section("lr1"), std::runtime_error);
+
+  auto c = TrainConfig::load("", {"hsv_h=0.02", "log_every=7"});
+  const yolo11::config::Hyperparameters& hyp = c;
+  EXPECT_EQ(hyp.hsv_h, 0.02);
+  yolo11::config::InstrumentSettings& ins = c;
+  ins.log_every = 9;
+  EXPECT_EQ(c.get("log_every"), "9");
 }

@@ -20,11 +20,22 @@ struct StepRange {
   std::string str() const;  ///< "START:STOP" or "".
 };
 
-struct TrainConfig {
-  // --- task / mode ---
+// The sections of configs/default.yaml, one struct each, in file order. TrainConfig is all of them, so a key is
+// read as cfg.batch (Ultralytics' flat `args.batch`), and a part that needs one section takes that section only
+// (augment_options reads config::Hyperparameters). Each struct's kSection is its heading in default.yaml;
+// config_section(key) says which section holds a key, and the test that every key sits under its struct's heading
+// is ConfigSections.EveryKeySitsUnderItsStructsHeadingInDefaultYaml (tests/config/test_train_config.cpp).
+
+/// "Task and mode": what the run does.
+struct TaskSettings {
+  static constexpr const char* kSection = "Task and mode";
   std::string task = "detect";  ///< only "detect"
   std::string mode = "train";   ///< train | val | predict
-  // --- train settings (Ultralytics names and defaults) ---
+};
+
+/// "Train settings" (Ultralytics names and defaults).
+struct TrainSettings {
+  static constexpr const char* kSection = "Train settings";
   std::string model;                 ///< model YAML path
   std::string data;                  ///< dataset YAML path
   int64_t epochs = 100;
@@ -59,7 +70,11 @@ struct TrainConfig {
   bool profile = false;
   std::vector<int64_t> freeze;       ///< layer indices to freeze (int N in YAML → 0..N-1)
   double multi_scale = 0.0;
-  // --- val ---
+};
+
+/// "Val/Test settings".
+struct ValSettings {
+  static constexpr const char* kSection = "Val/Test settings";
   bool val = true;
   std::string split = "val";
   bool save_json = false;
@@ -71,12 +86,20 @@ struct TrainConfig {
   bool agnostic_nms = false;         ///< one NMS over all classes (val and predict)
   bool augment = false;              ///< test-time augmentation in yolo11 val: scales 1, 0.83 (flipped), 0.67, merged
   std::vector<int64_t> classes;      ///< keep only these class ids in the dataset's labels (empty = all), as Ultralytics
-  // --- predict (yolo11 predict; engine::PredictOptions::from_overrides reads them through this table) ---
+};
+
+/// "Predict settings" (yolo11 predict; engine::PredictOptions::from_overrides reads them through the key table).
+struct PredictSettings {
+  static constexpr const char* kSection = "Predict settings";
   std::string source;                ///< image, folder, glob, video, webcam index or .txt list
   int64_t vid_stride = 1;            ///< video / webcam: every vid_stride-th frame
   bool save_txt = false, save_conf = false;
   int64_t line_width = 0;            ///< box line width in pixels; 0 = 2
-  // --- hyperparameters ---
+};
+
+/// "Hyperparameters": optimizer and schedule, loss gains, augmentation.
+struct Hyperparameters {
+  static constexpr const char* kSection = "Hyperparameters";
   double lr0 = 0.01, lrf = 0.01, momentum = 0.937, weight_decay = 0.0005;
   double warmup_epochs = 3.0, warmup_momentum = 0.8, warmup_bias_lr = 0.1;
   double box = 7.5, cls = 0.5, dfl = 1.5;
@@ -85,13 +108,28 @@ struct TrainConfig {
   double degrees = 0.0, translate = 0.1, scale = 0.5, shear = 0.0, perspective = 0.0;  ///< scale: aug gain
   double flipud = 0.0, fliplr = 0.5, bgr = 0.0;
   double mosaic = 1.0, mixup = 0.0, cutmix = 0.0, copy_paste = 0.0;
-  // --- ours ---
+};
+
+/// "Runtime [ours]": how this process runs.
+struct RuntimeSettings {
+  static constexpr const char* kSection = "Runtime [ours]";
   std::string model_scale;           ///< n|s|m|l|x; after load() always resolved (from the model name or "n")
   int64_t threads = 0;               ///< intra-op threads, 0 = all cores
+  std::string datasets_dir = "datasets";
+};
+
+/// "Distributed training (DDP) [ours]".
+struct DistSettings {
+  static constexpr const char* kSection = "Distributed training (DDP) [ours]";
   int64_t dist_timeout = 1800;       ///< seconds: DDP store connect and every collective (torch.distributed default)
   bool ddp_overlap = true;           ///< DDP: each gradient bucket's all-reduce starts during backward (PyTorch DDP)
   double bucket_cap_mb = 25;         ///< DDP: gradient bucket size, MiB (PyTorch DDP's bucket_cap_mb)
   bool sync_bn = false;              ///< DDP: BatchNorm statistics over the global batch (torch.nn.SyncBatchNorm)
+};
+
+/// "Instrumentation [ours]": stage timers, traces, profiles, the diagnosis and the loggers that export them.
+struct InstrumentSettings {
+  static constexpr const char* kSection = "Instrumentation [ours]";
   core::InstrumentLevel instrument = core::InstrumentLevel::basic;  ///< off | basic | full (core/settings.h)
   int64_t log_every = 10;
   int64_t instrument_warmup = 3;     ///< first steps of a process kept out of windows, tables and diagnosis
@@ -106,14 +144,29 @@ struct TrainConfig {
   bool calibrate = true;
   bool nvtx_ops = false;             ///< an NVTX range per operator, nested in the stage ranges (Nsight)
   bool sync = false;
-  std::string datasets_dir = "datasets";
   bool tensorboard = false;          ///< write runs/train/<name>/events.out.tfevents.* (engine/loggers.h)
   int64_t metrics_port = 0;          ///< Prometheus /metrics on this TCP port (rank r: port + LOCAL_RANK); 0 = off
   std::string metrics_host = "127.0.0.1";  ///< address the /metrics server binds (0.0.0.0 = every interface)
-  int64_t max_steps = 0;             ///< benchmarks: stop after this many steps of the process (no val, no checkpoint); 0 = off
-  bool synthetic_data = false;       ///< benchmarks: every step reuses the first batch (no loader cost; yolo11-sweep data=synthetic)
-  bool verify_advice = false;        ///< after the run: A/B its diagnosis advice (bench::verify_advice) → advice_verified.json
+};
 
+/// "Benchmarks [ours]": settings of yolo11-sweep and yolo11-bench runs.
+struct BenchSettings {
+  static constexpr const char* kSection = "Benchmarks [ours]";
+  int64_t max_steps = 0;        ///< stop after this many steps of the process (no val, no checkpoint); 0 = off
+  bool synthetic_data = false;  ///< every step reuses the first batch (no loader cost; yolo11-sweep data=synthetic)
+  bool verify_advice = false;        ///< after the run: A/B its diagnosis advice (bench::verify_advice) → advice_verified.json
+};
+
+/// Every training hyperparameter and run setting: the sections above, in default.yaml order.
+struct TrainConfig : TaskSettings,
+                     TrainSettings,
+                     ValSettings,
+                     PredictSettings,
+                     Hyperparameters,
+                     RuntimeSettings,
+                     DistSettings,
+                     InstrumentSettings,
+                     BenchSettings {
   /// Loads default.yaml (see default_config_path()), then `cfg_file` (if not empty), then `overrides`
   /// ("key=value", Ultralytics CLI form; "cfg=FILE" is accepted as an alternative to `cfg_file`).
   /// Throws std::runtime_error naming key, source, bad value and allowed values/range.
@@ -137,6 +190,9 @@ struct TrainConfig {
 std::string default_config_path(const std::string& explicit_path = "");
 /// Every key TrainConfig knows, in default.yaml order.
 const std::vector<std::string>& config_keys();
+/// The default.yaml section that holds `key` (the kSection of the struct above that has its field, e.g.
+/// "Hyperparameters" for lr0). Throws std::runtime_error for an unknown key, with a suggestion.
+std::string config_section(const std::string& key);
 /// One key of the default config file as written there: `key: value # (type) description`.
 struct KeyDoc {
   std::string key;

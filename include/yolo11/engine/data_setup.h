@@ -12,9 +12,11 @@
 
 namespace yolo11::engine {
 
-/// Augmentation settings (hsv_*, degrees, translate, scale, shear, perspective, flips, mosaic, mixup, cutmix, bgr)
-/// from the config; `train` = false gives the validation chain (load_image + letterbox; rect batches when
-/// `val_rect`).
+/// The augmentation gains of the Hyperparameters section (hsv_*, degrees, translate, scale, shear, perspective,
+/// flips, mosaic, mixup, cutmix, bgr) at `imgsz` pixels; `augment` = false gives the validation chain (load_image +
+/// letterbox), `rect` rectangular batches.
+data::AugmentOptions augment_options(const config::Hyperparameters& hyp, int64_t imgsz, bool augment, bool rect);
+/// The run's: the training chain (`train`, rect = cfg.rect) or the validation chain (rect batches when `val_rect`).
 data::AugmentOptions augment_options(const config::TrainConfig& cfg, bool train, bool val_rect = true);
 
 /// Training loader over info.train: verified dataset (instances required, `fraction`, `cache`, `single_cls`),
