@@ -310,6 +310,10 @@ Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const Diagn
   d.optimizer_share = w.share(StepStage::h2d) + w.share(StepStage::optimizer) + w.share(StepStage::ema);
 
   std::string gpu = d.gpu_util >= 0 ? fmt::format(", GPU {:.0f}%", d.gpu_util) : std::string();
+  // Compute ran below its calibrated speed, or its threads waited for cores, were throttled or slept.
+  const bool slowed = w.contention.runq_wait >= t.runq_wait || w.contention.quota_throttled >= t.quota_throttled ||
+                      (w.compute_speed >= 0 && w.compute_speed < t.compute_speed_low) ||
+                      (is_cpu(ctx.device) && w.contention.voluntary_switches_per_s >= t.voluntary_switches_per_s);
   if (d.data_share >= t.data_share || (d.data_share >= t.data_tail_share && d.data_tail >= t.data_tail)) {
     d.bottleneck = Bottleneck::data;
     d.reason = fmt::format("data wait {:.0f}% of step, p95/p50 {:.1f}{}", 100.0 * d.data_share, d.data_tail, gpu);
@@ -319,10 +323,7 @@ Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const Diagn
     d.bottleneck = Bottleneck::optimizer_sync;
     d.reason = fmt::format("h2d+optimizer+ema {:.0f}% of step{}", 100.0 * d.optimizer_share, gpu);
     d.advice = optimizer_advice(d, w, ctx);
-  } else if (d.compute_share >= t.compute_share &&
-             (w.contention.runq_wait >= t.runq_wait || w.contention.quota_throttled >= t.quota_throttled ||
-              (w.compute_speed >= 0 && w.compute_speed < t.compute_speed_low) ||
-              (is_cpu(ctx.device) && w.contention.voluntary_switches_per_s >= t.voluntary_switches_per_s))) {
+  } else if (d.compute_share >= t.compute_share && slowed) {
     // Compute dominates, but it ran below its calibrated speed or its threads waited for cores: faster hardware
     // would not be the remedy.
     d.bottleneck = Bottleneck::compute_slowed;
@@ -343,6 +344,18 @@ Diagnosis diagnose(const WindowSummary& w, const AdviceContext& ctx, const Diagn
                              "→ {} (more work per kernel){}",
                              d.gpu_util, w.sm_active, ctx.batch, 2 * ctx.batch, ctx.amp ? "" : ", amp=False → amp=True");
     }
+  } else if (slowed && d.compute_share >= d.data_share && d.compute_share >= d.optimizer_share) {
+    // No stage dominates, but the largest, compute, ran slowed: contention stretches every stage, so "balanced"
+    // (no change to make) would hide the one cause there is.
+    d.bottleneck = Bottleneck::compute_slowed;
+    d.reason = fmt::format(
+        "no stage dominates (data wait {:.0f}%, forward+loss+backward {:.0f}%, optimizer/sync {:.0f}% "
+        "of step), and compute ran{}{}{}",
+        100.0 * d.data_share, 100.0 * d.compute_share, 100.0 * d.optimizer_share,
+        w.compute_speed >= 0 ? fmt::format(" at {:.2f}x its calibrated speed", w.compute_speed)
+                             : std::string(" slowed"),
+        gpu, contention_evidence(w, ctx));
+    d.advice = slowed_cause(w, ctx, t);
   } else {
     d.bottleneck = Bottleneck::balanced;
     d.reason = fmt::format("data wait {:.0f}%, compute {:.0f}%, optimizer/sync {:.0f}% of step{}",

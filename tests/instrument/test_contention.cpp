@@ -161,6 +161,29 @@ TEST(SlowedCompute, AQuietMachineStaysComputeBound) {
   EXPECT_EQ(d.bottleneck, Bottleneck::compute) << d.to_string();
 }
 
+// Heavy contention can stretch every stage so that none reaches its threshold (CI: data wait 22%, compute 57%, compute
+// at 0.02x its calibration, run-queue wait 48%): the verdict names the contention instead of "balanced", whose
+// advice is empty. Without the contention the same shares stay balanced.
+TEST(SlowedCompute, ContentionBelowEveryThresholdIsNamedNotBalanced) {
+  auto w = compute_window(0.48, 1.0);
+  w.stages[0].share = 0.22;                            // dataloader
+  w.stages[1].share = 0.20, w.stages[3].share = 0.32;  // forward, backward: compute 57 %
+  w.compute_speed = 0.02;
+  const auto d = instrument::diagnose(w, cpu_ctx(2, 2));
+  EXPECT_EQ(d.bottleneck, Bottleneck::compute_slowed) << d.to_string();
+  const std::string s = d.to_string();
+  for (const char* want :
+       {"no stage dominates (data wait 22%, forward+loss+backward 57%", "at 0.02x its calibrated speed",
+        "run-queue wait 48%", "CPU contention by other processes", "try threads=1"})
+    EXPECT_NE(s.find(want), std::string::npos) << want << " | " << s;
+  auto quiet = compute_window(0.02, 0.0);
+  quiet.stages = w.stages;
+  EXPECT_EQ(instrument::diagnose(quiet, cpu_ctx(2, 2)).bottleneck, Bottleneck::balanced);
+  // The largest share is the data wait: contention there is the loader's matter, not compute's.
+  w.stages[0].share = 0.45, w.stages[1].share = 0.10, w.stages[3].share = 0.20;
+  EXPECT_NE(instrument::diagnose(w, cpu_ctx(2, 2)).bottleneck, Bottleneck::compute_slowed);
+}
+
 TEST(SlowedCompute, OtherProcessesAreNamedWithTheirEvidenceAndAThreadsAdvice) {
   const auto d = instrument::diagnose(compute_window(0.58, 1.0), cpu_ctx(2, 2));
   EXPECT_EQ(d.bottleneck, Bottleneck::compute_slowed) << d.to_string();

@@ -13,8 +13,10 @@ struct WindowSummary;
 struct ProcessMemory;
 
 /// none: nothing measured to judge (every step of the run fell in the instrument warm-up).
-/// compute_slowed: compute dominates the step, but the trainer's threads spent a large share of their runnable time
-/// waiting for a core (contention: other processes, the run's own oversubscription, a CPU quota, memory pressure).
+/// compute_slowed: compute dominates the step (or, with no stage over its threshold, is the largest), but the
+/// trainer's threads spent a large share of their runnable time waiting for a core, were throttled or slept, or
+/// compute ran below its calibrated speed (contention: other processes, the run's own oversubscription, a CPU quota,
+/// memory pressure). balanced: no stage over its threshold and no sign of contention.
 enum class Bottleneck { balanced, data, compute, optimizer_sync, none, compute_slowed };
 /// "balanced" | "data-bound" | "compute-bound" | "optimizer/sync-bound" | "no diagnosis" | "compute slowed"
 const char* to_string(Bottleneck b);
