@@ -32,13 +32,6 @@ namespace fs = std::filesystem;
 namespace yolo11::engine {
 namespace {
 
-cv::Scalar class_color(int64_t c) {
-  cv::Mat hsv(1, 1, CV_8UC3, cv::Scalar(static_cast<double>((c * 37) % 180), 200, 255)), bgr;
-  cv::cvtColor(hsv, bgr, cv::COLOR_HSV2BGR);
-  const auto v = bgr.at<cv::Vec3b>(0, 0);
-  return cv::Scalar(v[0], v[1], v[2]);
-}
-
 cv::Mat to_bgr(const cv::Mat& img) {
   if (img.empty()) throw std::runtime_error("Predictor::predict: empty image");
   if (img.depth() != CV_8U) throw std::runtime_error("Predictor::predict: images must be 8-bit (CV_8U)");
@@ -149,10 +142,8 @@ cv::Mat Predictor::annotate(const cv::Mat& image, const Prediction& p) const {
   for (const Box& b : p.boxes) {
     const std::string name = plot::display_name(
         b.cls < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(b.cls)] : std::string(), b.cls);
-    const cv::Point p1(static_cast<int>(b.x1), static_cast<int>(b.y1)), p2(static_cast<int>(b.x2), static_cast<int>(b.y2));
-    cv::rectangle(img, p1, p2, class_color(b.cls), lw, cv::LINE_AA);
-    const std::string label = fmt::format("{} {:.2f}", name, b.conf);
-    plot::draw_caption(img, label, cv::Rect(p1, p2), cv::Rect(0, 0, img.cols, img.rows), 0.5, class_color(b.cls));
+    plot::draw_box(img, cv::Rect2f(b.x1, b.y1, b.x2 - b.x1, b.y2 - b.y1), fmt::format("{} {:.2f}", name, b.conf),
+                   plot::class_color(b.cls), lw, 0.5, cv::Rect(0, 0, img.cols, img.rows));
   }
   return img;
 }

@@ -548,6 +548,22 @@ cv::Rect draw_caption(cv::Mat& img, const std::string& label, const cv::Rect& bo
   return r;
 }
 
+cv::Scalar class_color(int64_t cls) {
+  static constexpr uint32_t kHex[] = {0xFF3838, 0xFF9D97, 0xFF701F, 0xFFB21D, 0xCFD231, 0x48F90A, 0x92CC17,
+                                      0x3DDB86, 0x1A9334, 0x00D4BB, 0x2C99A8, 0x00C2FF, 0x344593, 0x6473FF,
+                                      0x0018EC, 0x8438FF, 0x520085, 0xCB38FF, 0xFF95C8, 0xFF37C7};
+  const uint32_t v = kHex[cls < 0 ? 0 : static_cast<size_t>(cls) % 20];  // RGB
+  return cv::Scalar(v & 0xFF, (v >> 8) & 0xFF, (v >> 16) & 0xFF);
+}
+
+void draw_box(cv::Mat& img, const cv::Rect2f& box, const std::string& label, cv::Scalar color, int line_width,
+              double font_scale, const cv::Rect& bounds) {
+  const cv::Point p1(static_cast<int>(box.x), static_cast<int>(box.y));
+  const cv::Point p2(static_cast<int>(box.x + box.width), static_cast<int>(box.y + box.height));
+  cv::rectangle(img, p1, p2, color, std::max(1, line_width), cv::LINE_AA);
+  draw_caption(img, label, cv::Rect(p1, p2), bounds, font_scale, color);
+}
+
 cv::Mat render_chart(cv::Size size, const std::vector<Series>& series, const ChartOptions& opt) {
   if (size.width < 160 || size.height < 120)
     throw std::invalid_argument("render_chart: the picture must be at least 160 x 120 px");

@@ -18,25 +18,14 @@
 
 namespace yolo11::plot {
 
-// Ultralytics' 20-colour palette (hex), used as BGR.
-static cv::Scalar color(int64_t i) {
-  static const char* hex[] = {"FF3838", "FF9D97", "FF701F", "FFB21D", "CFD231", "48F90A", "92CC17",
-                              "3DDB86", "1A9334", "00D4BB", "2C99A8", "00C2FF", "344593", "6473FF",
-                              "0018EC", "8438FF", "520085", "CB38FF", "FF95C8", "FF37C7"};
-  const unsigned v = static_cast<unsigned>(std::stoul(hex[static_cast<size_t>(i) % 20], nullptr, 16));
-  return cv::Scalar(v & 0xFF, (v >> 8) & 0xFF, (v >> 16) & 0xFF);
-}
-
 static std::string name_of(const std::vector<std::string>& names, int64_t c) {
   return display_name(c >= 0 && c < static_cast<int64_t>(names.size()) ? names[c] : std::string(), c);
 }
 
-// A box and its caption, kept inside the box's mosaic tile (plot::draw_caption).
+// A box and its caption, kept inside the box's mosaic tile.
 static void draw_box(cv::Mat& img, const cv::Rect& tile, float x1, float y1, float x2, float y2, const cv::Scalar& col,
                      const std::string& label) {
-  const cv::Point p1(static_cast<int>(x1), static_cast<int>(y1)), p2(static_cast<int>(x2), static_cast<int>(y2));
-  cv::rectangle(img, p1, p2, col, 1, cv::LINE_AA);
-  plot::draw_caption(img, label, cv::Rect(p1, p2), tile, 0.35, col);
+  plot::draw_box(img, cv::Rect2f(x1, y1, x2 - x1, y2 - y1), label, col, 1, 0.35, tile);
 }
 
 static void write_jpg(const std::string& path, const cv::Mat& img) {
@@ -91,7 +80,7 @@ void plot_images(const data::Batch& b, const std::vector<std::string>& names, co
         char conf[16];
         std::snprintf(conf, sizeof conf, " %.2f", r[4]);
         draw_box(canvas, tile_rect, ox + r[0] * static_cast<float>(scale), oy + r[1] * static_cast<float>(scale),
-                 ox + r[2] * static_cast<float>(scale), oy + r[3] * static_cast<float>(scale), color(c),
+                 ox + r[2] * static_cast<float>(scale), oy + r[3] * static_cast<float>(scale), class_color(c),
                  name_of(names, c) + conf);
       }
     } else {
@@ -105,7 +94,7 @@ void plot_images(const data::Batch& b, const std::vector<std::string>& names, co
         const auto s = static_cast<float>(scale);
         const int64_t c = clp[j];
         draw_box(canvas, tile_rect, ox + (cx - bw / 2) * s, oy + (cy - bh / 2) * s, ox + (cx + bw / 2) * s,
-                 oy + (cy + bh / 2) * s, color(c), name_of(names, c));
+                 oy + (cy + bh / 2) * s, class_color(c), name_of(names, c));
       }
     }
   }
@@ -137,7 +126,7 @@ void plot_labels(const data::Dataset& ds, const std::string& path) {
   bars.grid = true;
   for (int64_t c = 0; c < nc; ++c) bars.xcategories.push_back(name_of(ds.info().names, c));
   std::vector<cv::Scalar> colors;
-  for (int64_t c = 0; c < nc; ++c) colors.push_back(color(c));
+  for (int64_t c = 0; c < nc; ++c) colors.push_back(class_color(c));
   plot::draw_bars(canvas, cv::Rect(0, 0, W, top_h), counts, colors, bars);
   auto panel = [&](cv::Mat& dens, cv::Rect cell, const std::string& title, const std::string& xl,
                    const std::string& yl) {

@@ -294,6 +294,25 @@ TEST(Heatmap, NumbersInCellsAndAColourBar) {
   EXPECT_THROW(plot::draw_colorbar(const_cast<cv::Mat&>(plain), {0, 0, 10, 10}, 0.0), std::invalid_argument);
 }
 
+// One box style for every picture of boxes (batch mosaics and predictions): Ultralytics' palette by class, the frame
+// in the class colour at the line width, the caption kept inside the bounds.
+TEST(Boxes, ClassColoursAreUltralyticsPaletteAndTheBoxIsFramedAndCaptioned) {
+  EXPECT_EQ(plot::class_color(0), cv::Scalar(0x38, 0x38, 0xFF));   // FF3838 as BGR
+  EXPECT_EQ(plot::class_color(19), cv::Scalar(0xC7, 0x37, 0xFF));  // FF37C7
+  EXPECT_EQ(plot::class_color(20), plot::class_color(0));
+  EXPECT_EQ(plot::class_color(-1), plot::class_color(0));
+  cv::Mat img(200, 200, CV_8UC3, cv::Scalar(0, 0, 0));
+  const cv::Scalar c = plot::class_color(5);
+  plot::draw_box(img, cv::Rect2f(40.f, 60.f, 100.f, 80.f), "dog 0.91", c, 3, 0.5, cv::Rect(0, 0, 200, 200));
+  EXPECT_GT(count_color(img(cv::Rect(40, 90, 3, 20)), c), 40);   // the left edge, 3 px wide
+  EXPECT_GT(count_color(img(cv::Rect(138, 90, 3, 20)), c), 40);  // the right edge
+  EXPECT_EQ(count_color(img(cv::Rect(60, 90, 60, 30)), c), 0);   // the inside is not filled
+  EXPECT_GT(count_light(img(cv::Rect(40, 35, 100, 25))), 10);    // the caption above the top edge
+  cv::Mat bare(200, 200, CV_8UC3, cv::Scalar(0, 0, 0));
+  plot::draw_box(bare, cv::Rect2f(40.f, 60.f, 100.f, 80.f), "", c, 1, 0.5, cv::Rect(0, 0, 200, 200));
+  EXPECT_EQ(count_light(bare(cv::Rect(40, 35, 100, 25))), 0);  // no label, no caption
+}
+
 TEST(Caption, StaysInsideThePicture) {
   const cv::Rect pic(0, 0, 640, 480);
   const cv::Size t(120, 20);

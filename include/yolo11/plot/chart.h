@@ -134,6 +134,15 @@ cv::Rect caption_rect(cv::Size text, const cv::Rect& box, const cv::Rect& bounds
 cv::Rect draw_caption(cv::Mat& img, const std::string& label, const cv::Rect& box, const cv::Rect& bounds,
                       double font_scale, cv::Scalar color);
 
+/// The colour of class `cls` in every picture of boxes (batch mosaics, predictions): Ultralytics' 20-colour palette
+/// (its plotting `colors`), as BGR, repeating after 20 classes; a negative class gets the first colour.
+cv::Scalar class_color(int64_t cls);
+
+/// A box (corners in pixels, as float: mosaics scale them) in `color`, `line_width` pixels wide, with `label` on a
+/// draw_caption() kept inside `bounds` (the picture, or its tile in a mosaic). No caption for an empty label.
+void draw_box(cv::Mat& img, const cv::Rect2f& box, const std::string& label, cv::Scalar color, int line_width,
+              double font_scale, const cv::Rect& bounds);
+
 /// A new white `size` (pixels) picture with the chart. Throws as draw_chart().
 cv::Mat render_chart(cv::Size size, const std::vector<Series>& series, const ChartOptions& opt);
 
