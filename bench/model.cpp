@@ -1,8 +1,10 @@
 // yolo11-bench-model: forward+backward time of a YOLO11 model (default yolo11n, batch 8, 640) on the current
 // device, NCHW vs channels_last, and eval forward fused vs unfused. A plain main (few iterations, long steps):
 //   yolo11-bench-model [--scale n] [--batch 8] [--imgsz 640] [--iters 3] [--warmup 1] [--threads 0] [--cuda]
-//                      [--profile DIR]
-// Prints one line per configuration (mean and min seconds per iteration, images/s). Figures go to docs/model.md.
+//                      [--profile DIR] [--amp]
+// --amp: the training steps' forward and loss under autocast (CPU bfloat16, CUDA float16; no loss scaling, the raw
+// step), as tools/reference/model_step.py --amp does for the reference's model. Prints one line per configuration (mean
+// and min seconds per iteration, images/s). Figures go to docs/model.md.
 // --profile: one more training step per layout under LibTorch's profiler (instrument::OpsProfiler), its operators
 // under the `forward` and `backward` scopes, written to DIR/nchw and DIR/channels_last (ops.txt, ops.csv), to set
 // beside torch.profiler's table of the reference's model on the same input (docs/benchmarks.md, issue 31).
@@ -16,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "yolo11/core/compat.h"
 #include "yolo11/instrument/ops_profile.h"
 #include "yolo11/instrument/stages.h"
 #include "yolo11/model/yolo.h"
@@ -60,13 +63,17 @@ void report(const char* name, const Args& a, const Stat& s) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const Args a = bench::parse_model_bench_args(argc, argv, "yolo11-bench-model: forward/backward, layouts, fusion", Args{"n", 8, 640, 3, 1, 0, false});
+  const Args a = bench::parse_model_bench_args(argc, argv, "yolo11-bench-model: forward/backward, layouts, fusion",
+                                               Args{"n", 8, 640, 3, 1, 0, false}, /*amp_flag=*/true);
+  const c10::ScalarType amp_dtype = a.cuda ? c10::ScalarType::Half : c10::ScalarType::BFloat16;
   if (a.threads > 0) torch::set_num_threads(static_cast<int>(a.threads));
   const torch::Device dev = a.cuda && torch::cuda::is_available() ? torch::Device(torch::kCUDA) : torch::kCPU;
-  std::printf("yolo11%s batch %lld imgsz %lld on %s, %d intra-op threads, %lld timed iters after %lld warmup\n",
-              a.scale.c_str(), static_cast<long long>(a.batch), static_cast<long long>(a.imgsz),
-              dev.str().c_str(), torch::get_num_threads(), static_cast<long long>(a.iters),
-              static_cast<long long>(a.warmup));
+  std::printf("yolo11%s batch %lld imgsz %lld on %s, %d intra-op threads, %lld timed iters after %lld warmup, %s\n",
+              a.scale.c_str(), static_cast<long long>(a.batch), static_cast<long long>(a.imgsz), dev.str().c_str(),
+              torch::get_num_threads(), static_cast<long long>(a.iters), static_cast<long long>(a.warmup),
+              !a.amp                               ? "float32"
+              : amp_dtype == c10::ScalarType::Half ? "float16 autocast"
+                                                   : "bfloat16 autocast");
   torch::manual_seed(0);
   const auto x = torch::rand({a.batch, 3, a.imgsz, a.imgsz}, torch::TensorOptions().device(dev));
 
@@ -80,9 +87,13 @@ int main(int argc, char** argv) try {
     const auto step = [&] {
       m->zero_grad();
       if (prof) prof->push(instrument::stage_name(instrument::StepStage::forward));
-      const auto feats = m->forward_feats(in);
-      auto loss = feats[0].to(torch::kFloat).square().mean() + feats[1].to(torch::kFloat).square().mean() +
-                  feats[2].to(torch::kFloat).square().mean();
+      torch::Tensor loss;
+      {
+        compat::AutocastGuard ac(dev.type(), a.amp, amp_dtype);
+        const auto feats = m->forward_feats(in);
+        loss = feats[0].to(torch::kFloat).square().mean() + feats[1].to(torch::kFloat).square().mean() +
+               feats[2].to(torch::kFloat).square().mean();
+      }
       if (prof) {
         prof->pop();
         prof->push(instrument::stage_name(instrument::StepStage::backward));
@@ -116,6 +127,7 @@ int main(int argc, char** argv) try {
   m->to(dev);
   m->eval();
   torch::NoGradGuard no_grad;
+  compat::AutocastGuard ac(dev.type(), a.amp, amp_dtype);
   report("eval forward, unfused, NCHW", a, time_it(a, dev, [&] { m->forward(x); }));
   m->fuse();
   report("eval forward, fused, NCHW", a, time_it(a, dev, [&] { m->forward(x); }));

@@ -4,7 +4,7 @@ random batch, loss = mean(x²) of the head's box and class outputs, backward), w
 side (its loss: mean(x²) of each level's head output, the same values split per level), so the two are set side by side on the same LibTorch and threads (docs/benchmarks.md, issue 31).
 
     VENV/bin/python tools/reference/model_step.py [--scale n] [--batch 8] [--imgsz 640] [--iters 3] [--warmup 1]
-                                                  [--threads 2] [--profile DIR]
+                                                  [--threads 2] [--profile DIR] [--amp]
 
 Prints one line per layout (NCHW, channels_last): mean and min seconds of the timed steps, images/s. --profile also
 records one more step per layout with torch.profiler and writes DIR/<layout>/ops_ref.txt: the operator calls and self
@@ -31,11 +31,13 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--profile", default="")
+    ap.add_argument("--amp", action="store_true", help="forward and loss under CPU bfloat16 autocast")
     a = ap.parse_args()
     torch_utils.NUM_THREADS = a.threads  # the reference pins cpu_count - 1 threads at import
     torch.set_num_threads(a.threads)
     print(f"reference yolo11{a.scale} batch {a.batch} imgsz {a.imgsz}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} intra-op threads, {a.iters} timed iters after {a.warmup} warmup", flush=True)
+          f"{torch.get_num_threads()} intra-op threads, {a.iters} timed iters after {a.warmup} warmup, "
+          f"{'bfloat16 autocast' if a.amp else 'float32'}", flush=True)
     torch.manual_seed(0)
     x = torch.rand(a.batch, 3, a.imgsz, a.imgsz)
     for channels_last in (False, True):
@@ -47,7 +49,8 @@ def main():
 
         def step(scoped=False):
             m.zero_grad()
-            with record_function("forward") if scoped else contextlib.nullcontext():
+            with record_function("forward") if scoped else contextlib.nullcontext(), \
+                    torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.amp):
                 out = m(inp)  # train mode: {"boxes": (b, 4·reg_max, A), "scores": (b, nc, A), "feats": neck maps}
                 loss = out["boxes"].float().square().mean() + out["scores"].float().square().mean()
             with record_function("backward") if scoped else contextlib.nullcontext():
