@@ -26,7 +26,8 @@ Validator::Validator(std::shared_ptr<data::Loader> loader, std::vector<std::stri
     : loader_(std::move(loader)), names_(std::move(names)), opt_(std::move(opt)) {}
 
 ValResult Validator::run(model::YOLO& model, const loss::DetectionLoss* criterion, const torch::Device& device,
-                         std::optional<bool> plots_override, std::optional<bool> verbose_override) {
+                         std::optional<bool> plots_override, std::optional<bool> verbose_override,
+                         std::optional<c10::ScalarType> autocast) {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
@@ -46,6 +47,7 @@ ValResult Validator::run(model::YOLO& model, const loss::DetectionLoss* criterio
   if (save_txt) std::filesystem::create_directories(opt_.save_dir + "/labels");
 
   ValResult r;
+  if (autocast) r.precision = *autocast == c10::ScalarType::Half ? "float16" : "bfloat16";
   torch::Tensor loss_sum = torch::zeros({3}, torch::kDouble);
   int64_t batches = 0, txt_files = 0;
   loader_->start_epoch(0);
@@ -63,7 +65,13 @@ ValResult Validator::run(model::YOLO& model, const loss::DetectionLoss* criterio
       compat::synchronize(device.index());
     }
     t0 = Clock::now();
-    const auto feats = model->forward_feats(imgs);
+    std::vector<torch::Tensor> feats;
+    {
+      compat::AutocastGuard ac(device.type(), autocast.has_value(), autocast.value_or(c10::ScalarType::Half));
+      feats = model->forward_feats(imgs);
+    }
+    if (autocast)
+      for (auto& f : feats) f = f.to(torch::kFloat);
     auto preds = opt_.augment ? predict_augment(model, imgs, &feats) : model->decode(feats);
     preds = preds.to(torch::kFloat);
     if (device.is_cuda()) preds.sum().item<float>();  // finish the GPU work inside "inference"

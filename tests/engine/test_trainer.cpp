@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "../instrument/nvtx_recording.h"
@@ -21,6 +23,7 @@
 #include "yolo11/engine/optimizer.h"
 #include "yolo11/engine/results.h"
 #include "yolo11/engine/trainer.h"
+#include "yolo11/engine/validator.h"
 #include "yolo11/io/file.h"
 #include "yolo11/io/safetensors.h"
 #include "yolo11/loss/detection_loss.h"
@@ -175,7 +178,8 @@ TEST(Trainer, OneEpochOnCoco8WritesEveryOutput) {
 }
 
 // amp=true on CPU: bfloat16 autocast where the CPU has bf16 instructions (this dev machine: avx512_bf16), float32
-// with a message otherwise; either way the run trains and writes its outputs, and no scaler state is saved.
+// with a message otherwise; either way the run trains and writes its outputs, and no scaler state is saved. The
+// validation's forward runs in the training's precision except at the last validation (float32).
 TEST(Trainer, AmpOnCpuTrainsCoco8InBfloat16WhenSupported) {
   const std::string project = test::scratch_dir("trainer_amp_cpu");
   const std::string datasets = fs::path(test::dataset_dir("coco8")).parent_path().string();
@@ -184,6 +188,9 @@ TEST(Trainer, AmpOnCpuTrainsCoco8InBfloat16WhenSupported) {
            "datasets_dir=" + datasets, "epochs=2", "imgsz=64", "batch=4", "workers=1", "project=" + project,
            "name=run", "plots=false", "amp=true", "device=cpu"});
   engine::Trainer trainer(cfg);
+  std::vector<std::string> val_precision;
+  trainer.add_callback(engine::Event::on_val_end,
+                       [&](engine::TrainContext& c) { val_precision.push_back(c.val->precision); });
   const auto summary = trainer.train();
   EXPECT_EQ(summary.epochs_done, 2);
   const fs::path run(summary.run_dir);
@@ -193,9 +200,12 @@ TEST(Trainer, AmpOnCpuTrainsCoco8InBfloat16WhenSupported) {
     EXPECT_EQ(summary.precision, "bfloat16");
     EXPECT_NE(text.find("amp=true: CPU bfloat16 autocast"), std::string::npos) << text;
     EXPECT_NE(text.find("AMP check"), std::string::npos);
+    EXPECT_EQ(val_precision, (std::vector<std::string>{"bfloat16", "float32"}));
+    EXPECT_NE(text.find("validation: forward in bfloat16 autocast, as the training"), std::string::npos) << text;
   } else {
     EXPECT_EQ(summary.precision, "float32");
     EXPECT_NE(text.find("no bfloat16 instructions"), std::string::npos) << text;
+    EXPECT_EQ(val_precision, (std::vector<std::string>{"float32", "float32"}));
   }
   EXPECT_EQ(summary.amp_skipped_steps, 0);
   EXPECT_EQ(summary.nonfinite_skipped_steps, 0);

@@ -62,6 +62,7 @@ struct ValResult {
   double ms_preprocess = 0, ms_inference = 0, ms_loss = 0, ms_postprocess = 0;  ///< per image
   int64_t images = 0, instances = 0;
   std::string table;  ///< the printed per-class table
+  std::string precision = "float32";  ///< the forward's: "float32", or "bfloat16" / "float16" under autocast
   std::vector<ValImage> per_image;  ///< in loader order, when ValidatorOptions::keep_images
 };
 
@@ -70,10 +71,14 @@ class Validator {
   Validator(std::shared_ptr<data::Loader> loader, std::vector<std::string> names, ValidatorOptions opt);
   /// Evaluates `model` (switched to eval mode and back) on `device`. With `criterion`, also the val losses
   /// (computed on the un-augmented pass). `plots` and `verbose` override ValidatorOptions::plots / verbose for this
-  /// run (the trainer plots and prints the per-class rows at its last validation only, as the reference). Throws
-  /// what the loader, the model and file writing throw.
+  /// run (the trainer plots and prints the per-class rows at its last validation only, as the reference).
+  /// `autocast` (Half or BFloat16): the model's forward under autocast to that dtype, its outputs turned back to
+  /// float32 before decoding, the loss and NMS (box coordinates keep float32's precision); the trainer passes its
+  /// own precision, as the reference validates in float16 during an AMP run. Throws what the loader, the model and
+  /// file writing throw.
   ValResult run(model::YOLO& model, const loss::DetectionLoss* criterion, const torch::Device& device,
-                std::optional<bool> plots = std::nullopt, std::optional<bool> verbose = std::nullopt);
+                std::optional<bool> plots = std::nullopt, std::optional<bool> verbose = std::nullopt,
+                std::optional<c10::ScalarType> autocast = std::nullopt);
 
   const ValidatorOptions& options() const { return opt_; }
 
