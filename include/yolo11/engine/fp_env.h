@@ -17,7 +17,9 @@ std::string flush_denormals();
 /// glibc's defaults each one is a fresh mmap, so every forward/backward/val batch page-faults its activations in
 /// again (measured: yolo11n val of coco128 at 640, 5.1 M minor faults and 10.3 s of kernel time in a 13.9 s run;
 /// with this, 0.97 M and 2.3 s, inference 88.7 → 52.2 ms/image; docs/benchmarks.md). The cost is a resident set
-/// that stays at its peak. Call once, early (before the big allocations) on the main thread. Skipped, and said so,
+/// that stays at its peak. Also one malloc arena per usable core (core::usable_cores(), at least 2) instead of glibc's
+/// 8 per core, unless MALLOC_ARENA_MAX is set: the loader's worker threads otherwise keep an arena each.
+/// Call once, early (before the big allocations and before any thread) on the main thread. Skipped, and said so,
 /// when YOLO11_MALLOC_DEFAULTS=1, when GLIBC_TUNABLES already sets malloc tunables, or off glibc / under a
 /// sanitizer's allocator. Returns the line to log.
 std::string tune_malloc();
