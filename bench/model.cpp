@@ -2,9 +2,9 @@
 // device, NCHW vs channels_last, and eval forward fused vs unfused. A plain main (few iterations, long steps):
 //   yolo11-bench-model [--scale n] [--batch 8] [--imgsz 640] [--iters 3] [--warmup 1] [--threads 0] [--cuda]
 //                      [--profile DIR] [--amp]
-// --amp: the training steps' forward and loss under autocast (CPU bfloat16, CUDA float16; no loss scaling, the raw
-// step), as tools/reference/model_step.py --amp does for the reference's model. Prints one line per configuration (mean
-// and min seconds per iteration, images/s). Figures go to docs/model.md.
+// --amp: every forward (and the training steps' loss) under autocast (CPU bfloat16, CUDA float16; no loss scaling,
+// the raw step), as tools/reference/model_step.py --amp does for the reference's model. Prints one line per
+// configuration (mean and min seconds per iteration, images/s). Figures go to docs/model.md.
 // --profile: one more training step per layout under LibTorch's profiler (instrument::OpsProfiler), its operators
 // under the `forward` and `backward` scopes, written to DIR/nchw and DIR/channels_last (ops.txt, ops.csv), to set
 // beside torch.profiler's table of the reference's model on the same input (docs/benchmarks.md, issue 31).
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "yolo11/core/compat.h"
+#include "yolo11/engine/amp.h"
 #include "yolo11/instrument/ops_profile.h"
 #include "yolo11/instrument/stages.h"
 #include "yolo11/model/yolo.h"
@@ -71,9 +72,7 @@ int main(int argc, char** argv) try {
   std::printf("yolo11%s batch %lld imgsz %lld on %s, %d intra-op threads, %lld timed iters after %lld warmup, %s\n",
               a.scale.c_str(), static_cast<long long>(a.batch), static_cast<long long>(a.imgsz), dev.str().c_str(),
               torch::get_num_threads(), static_cast<long long>(a.iters), static_cast<long long>(a.warmup),
-              !a.amp                               ? "float32"
-              : amp_dtype == c10::ScalarType::Half ? "float16 autocast"
-                                                   : "bfloat16 autocast");
+              a.amp ? (engine::AmpPolicy{true, amp_dtype}.precision() + " autocast").c_str() : "float32");
   torch::manual_seed(0);
   const auto x = torch::rand({a.batch, 3, a.imgsz, a.imgsz}, torch::TensorOptions().device(dev));
 

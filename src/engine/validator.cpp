@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "yolo11/core/compat.h"
+#include "yolo11/engine/amp.h"
 #include "yolo11/plot/data_plots.h"
 #include "yolo11/engine/inference.h"
 #include "yolo11/engine/val_outputs.h"
@@ -47,7 +48,7 @@ ValResult Validator::run(model::YOLO& model, const loss::DetectionLoss* criterio
   if (save_txt) std::filesystem::create_directories(opt_.save_dir + "/labels");
 
   ValResult r;
-  if (autocast) r.precision = *autocast == c10::ScalarType::Half ? "float16" : "bfloat16";
+  if (autocast) r.precision = AmpPolicy{true, *autocast}.precision();
   torch::Tensor loss_sum = torch::zeros({3}, torch::kDouble);
   int64_t batches = 0, txt_files = 0;
   loader_->start_epoch(0);
