@@ -183,9 +183,16 @@ void loader_shortage(const WindowSummary& w, const AdviceContext& c, const Diagn
   const double others = std::max(0.0, r.others_cpu);
   const double on_cpu = measured ? loader / static_cast<double>(c.workers) : 0.0;  // the workers' time on a core
   // Workers off the CPU most of the time while the process's threads did not wait for cores: they were blocked, not
-  // crowded out, whatever else ran on the machine.
-  const bool blocked =
-      measured && on_cpu < 0.5 && loader < 0.75 * cores && (r.runq_wait < 0 || r.runq_wait < t.runq_wait);
+  // crowded out, whatever else ran on the machine. With the process's CPU known, the run-queue wait of all its
+  // threads (workers included) in cores, cpu × wait / (1 − wait), bounds the workers' wait: when even all of it
+  // leaves them runnable under half their time, they were blocked, whoever else waited (the trainer threads beside
+  // another process). Without it, any run-queue wait at the threshold counts as crowding.
+  bool not_crowded = r.runq_wait < 0 || r.runq_wait < t.runq_wait;
+  if (r.runq_wait >= 0 && r.runq_wait < 1 && w.cpu_percent >= 0 && c.workers > 0) {
+    const double waiting = w.cpu_percent / 100.0 * r.runq_wait / (1.0 - r.runq_wait);
+    not_crowded = loader + waiting < 0.5 * static_cast<double>(c.workers);
+  }
+  const bool blocked = measured && on_cpu < 0.5 && loader < 0.75 * cores && not_crowded;
   if (!blocked && r.others_cpu >= 0 && r.others_cpu >= t.others_cpu_share * cores) {
     d.reason += fmt::format(", loader short of CPU: other processes {:.1f} of {} cores, run-queue wait {:.0f}%{}{}",
                             r.others_cpu, cores, 100.0 * std::max(0.0, r.runq_wait), io, faults);

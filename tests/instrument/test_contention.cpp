@@ -302,6 +302,24 @@ TEST(SlowedCompute, ADataBoundRunNamesReadsWorkersOrDecodingFromTheWorkersCpuTim
   shared.contention.runq_wait = 0.4;
   EXPECT_NE(instrument::diagnose(shared, eight).reason.find("loader short of CPU: other processes 1.0 of 2 cores"),
             std::string::npos);
+  // With the process's CPU known, its threads' wait in cores bounds the workers': 1.5 cores at 40% wait is 1.0 core
+  // waiting, too little for 8 workers off their cores 96% of the time, so they were blocked (reads).
+  shared.cpu_percent = 150;
+  EXPECT_NE(instrument::diagnose(shared, eight).reason.find("loader short of reads"), std::string::npos);
+  // Stop 47's and 48's CI window (ASan tree beside another test): 1 worker asleep in its reader, the process at 58%
+  // CPU with 25% run-queue wait (0.19 cores waiting, the trainer threads'): reads, not the other test's CPU.
+  AdviceContext one = cpu_ctx(2, 2);
+  one.workers = 1;
+  auto ci = data_window(0.01);
+  ci.contention.others_cpu = 1.0, ci.contention.runq_wait = 0.25, ci.cpu_percent = 58;
+  EXPECT_NE(instrument::diagnose(ci, one).reason.find("loader short of reads: its 1 worker was on a core"),
+            std::string::npos)
+      << instrument::diagnose(ci, one).reason;
+  // The same worker crowded out: the process waits 1.0 core (100% CPU at 50% wait), enough for the worker's time.
+  ci.contention.runq_wait = 0.5, ci.cpu_percent = 100;
+  EXPECT_NE(instrument::diagnose(ci, one).reason.find("loader short of CPU: other processes 1.0 of 2 cores"),
+            std::string::npos)
+      << instrument::diagnose(ci, one).reason;
 }
 
 TEST(CalibratedCompute, SpeedIsTheCalibratedOverTheMeasuredComputePerStep) {
@@ -537,7 +555,7 @@ TEST(SlowedComputeProcess, ACgroupQuotaOfOneCoreIsTheUsableCountAndTheCause) {
 // (YOLO11_TEST_LOADER_DELAY_MS, a slow disk or network file system) waits for data most of each step, and its
 // workers are on a core a small share of the time: the verdict names reads, not decoding or workers. The delay is
 // 3x the step of the ASan build beside a parallel ctest (120 ms at batch 1 and 64 px): with 120 ms the loader kept
-// up there and the run was rightly compute-bound.
+// up there and the run was rightly compute-bound. The test runs alone (tests/ctest_serial.cmake).
 TEST(DataBoundProcess, ASlowReaderIsNamedAsTheLoadersShortage) {
   const std::string project = test::scratch_dir("data_bound_reads");
   auto args = test::coco8_train_args(project, "run", 2, /*batch=*/1);
