@@ -188,7 +188,7 @@ void loader_shortage(const WindowSummary& w, const AdviceContext& c, const Diagn
   // leaves them runnable under half their time, they were blocked, whoever else waited (the trainer threads beside
   // another process). Without it, any run-queue wait at the threshold counts as crowding.
   bool not_crowded = r.runq_wait < 0 || r.runq_wait < t.runq_wait;
-  if (r.runq_wait >= 0 && r.runq_wait < 1 && w.cpu_percent >= 0 && c.workers > 0) {
+  if (measured && r.runq_wait >= 0 && r.runq_wait < 1 && w.cpu_percent >= 0) {
     const double waiting = w.cpu_percent / 100.0 * r.runq_wait / (1.0 - r.runq_wait);
     not_crowded = loader + waiting < 0.5 * static_cast<double>(c.workers);
   }

@@ -306,8 +306,8 @@ TEST(SlowedCompute, ADataBoundRunNamesReadsWorkersOrDecodingFromTheWorkersCpuTim
   // waiting, too little for 8 workers off their cores 96% of the time, so they were blocked (reads).
   shared.cpu_percent = 150;
   EXPECT_NE(instrument::diagnose(shared, eight).reason.find("loader short of reads"), std::string::npos);
-  // Stop 47's and 48's CI window (ASan tree beside another test): 1 worker asleep in its reader, the process at 58%
-  // CPU with 25% run-queue wait (0.19 cores waiting, the trainer threads'): reads, not the other test's CPU.
+  // A slow reader beside another test of a parallel ctest (ASan tree): 1 worker asleep in its reader, the process at
+  // 58% CPU with 25% run-queue wait (0.19 cores waiting, the trainer threads'): reads, not the other test's CPU.
   AdviceContext one = cpu_ctx(2, 2);
   one.workers = 1;
   auto ci = data_window(0.01);
@@ -554,8 +554,8 @@ TEST(SlowedComputeProcess, ACgroupQuotaOfOneCoreIsTheUsableCountAndTheCause) {
 // A loader throttled by a slow reader, for real: yolo11-train whose one worker sleeps 400 ms per sample
 // (YOLO11_TEST_LOADER_DELAY_MS, a slow disk or network file system) waits for data most of each step, and its
 // workers are on a core a small share of the time: the verdict names reads, not decoding or workers. The delay is
-// 3x the step of the ASan build beside a parallel ctest (120 ms at batch 1 and 64 px): with 120 ms the loader kept
-// up there and the run was rightly compute-bound. The test runs alone (tests/ctest_serial.cmake).
+// about 3x the step of the ASan build (120 ms at batch 1 and 64 px), so the loader cannot keep up there either. The
+// test runs alone (tests/ctest_serial.cmake).
 TEST(DataBoundProcess, ASlowReaderIsNamedAsTheLoadersShortage) {
   const std::string project = test::scratch_dir("data_bound_reads");
   auto args = test::coco8_train_args(project, "run", 2, /*batch=*/1);
