@@ -27,6 +27,10 @@
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
 #define YOLO11_AUTOCAST_DEVICE_TYPED 1
 #endif
+// 2.1 introduced the fill of uninitialized memory under deterministic algorithms (on by default).
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define YOLO11_HAS_DETERMINISTIC_FILL 1
+#endif
 
 namespace yolo11::compat {
 
@@ -73,6 +77,13 @@ std::string apply_determinism(bool deterministic) {
     if (prev == nullptr || *prev == '\0') ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 1);
     line = std::string("deterministic=true: deterministic algorithms (warn only), cuDNN deterministic, cuDNN benchmark "
                        "off, CUBLAS_WORKSPACE_CONFIG=") + std::getenv("CUBLAS_WORKSPACE_CONFIG");
+#ifdef YOLO11_HAS_DETERMINISTIC_FILL
+    const char* fill = std::getenv("YOLO11_FILL_UNINITIALIZED");
+    const bool keep_fill = fill != nullptr && *fill != '\0' && std::string(fill) != "0";
+    ctx.setDeterministicFillUninitializedMemory(keep_fill);
+    line += keep_fill ? ", new tensors filled with NaN (YOLO11_FILL_UNINITIALIZED set)"
+                      : ", new tensors not NaN-filled (YOLO11_FILL_UNINITIALIZED=1 fills them)";
+#endif
   } else {
     line = "deterministic=false: cuDNN benchmark on (autotuned convolutions), non-deterministic algorithms allowed";
   }

@@ -2,6 +2,7 @@
 // CPU machine. Ultralytics' meaning of device='' is "the first CUDA device when there is one".
 #include <ATen/Context.h>
 #include <gtest/gtest.h>
+#include <torch/version.h>
 
 #include <cstdlib>
 #include <string>
@@ -119,6 +120,18 @@ TEST(CoreDeterminism, AppliesUltralyticsSwitches) {
   EXPECT_FALSE(ctx.benchmarkCuDNN());
   ASSERT_NE(std::getenv("CUBLAS_WORKSPACE_CONFIG"), nullptr);
   EXPECT_NE(on.find("CUBLAS_WORKSPACE_CONFIG="), std::string::npos) << on;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  // Deterministic algorithms without LibTorch's NaN fill of every new tensor (10 % of a CPU step), unless asked for.
+  EXPECT_FALSE(ctx.deterministicFillUninitializedMemory()) << on;
+  EXPECT_NE(on.find("not NaN-filled"), std::string::npos) << on;
+  ::setenv("YOLO11_FILL_UNINITIALIZED", "1", 1);
+  const std::string filled = yolo11::compat::apply_determinism(true);
+  ::unsetenv("YOLO11_FILL_UNINITIALIZED");
+  EXPECT_TRUE(ctx.deterministicFillUninitializedMemory()) << filled;
+  EXPECT_NE(filled.find("filled with NaN"), std::string::npos) << filled;
+  (void)yolo11::compat::apply_determinism(true);
+  EXPECT_FALSE(ctx.deterministicFillUninitializedMemory());
+#endif
   const std::string off = yolo11::compat::apply_determinism(false);
   EXPECT_FALSE(ctx.deterministicAlgorithms());
   EXPECT_FALSE(ctx.deterministicCuDNN());

@@ -1,5 +1,6 @@
 // Loader: batch layout, determinism across worker counts, epochs, sharding, close_mosaic, rect validation.
 #include <gtest/gtest.h>
+#include <torch/version.h>
 
 #include <chrono>
 #include <cmath>
@@ -330,6 +331,11 @@ TEST(Loader, WorkersStartNoOpenMpTeamUnderDeterministicAlgorithms) {
   const int threads = at::get_num_threads();
   at::set_num_threads(2);
   ctx.setDeterministicAlgorithms(true, /*warn_only=*/true);
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  // The fill is on: LibTorch's default, and the trainer's with YOLO11_FILL_UNINITIALIZED=1 (core/compat.h).
+  const bool fill = ctx.deterministicFillUninitializedMemory();
+  ctx.setDeterministicFillUninitializedMemory(true);
+#endif
   (void)torch::ones({1 << 20}).add_(1).sum().item<float>();  // this thread's own team exists before counting
   auto ds = coco8(true);
   AugmentOptions aug;
@@ -343,6 +349,9 @@ TEST(Loader, WorkersStartNoOpenMpTeamUnderDeterministicAlgorithms) {
     during = thread_count();
   }
   ctx.setDeterministicAlgorithms(det, warn);
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  ctx.setDeterministicFillUninitializedMemory(fill);
+#endif
   at::set_num_threads(threads);
   EXPECT_EQ(during - before, 1) << "threads before the loader " << before << ", with one worker " << during;
 }

@@ -30,7 +30,11 @@ void set_current_device(int index);
 /// benchmark off and CUBLAS_WORKSPACE_CONFIG=:4096:8 (when not already set; needed by cuBLAS >= 10.2 for
 /// reproducible GEMMs, read when the first cuBLAS handle is made); deterministic=false → all of them off and cuDNN
 /// benchmark ON (autotuned convolution algorithms for the fixed training shapes). The LibTorch global context
-/// holds these flags on CPU builds too. Returns the one-line summary the trainer logs.
+/// holds these flags on CPU builds too. Unlike the reference, deterministic=true does not fill every new tensor with
+/// NaN (LibTorch >= 2.1's fill_uninitialized_memory, on by default under deterministic algorithms): that fill is
+/// a debugging aid that changes no result of an operator that writes its whole output, and it cost 10 % of a yolo11n
+/// CPU training step at 640 (docs/benchmarks.md). YOLO11_FILL_UNINITIALIZED=1 keeps it. Returns the one-line summary
+/// the trainer logs.
 std::string apply_determinism(bool deterministic);
 
 /// Waits for all work on `device` (CUDA index); no-op without CUDA.
