@@ -3,6 +3,7 @@
 // same machine load. Default: yolo11n, batch 8, imgsz 320, CPU (bfloat16 autocast); --cuda: float16 + GradScaler.
 //   yolo11-bench-amp [--scale n] [--batch 8] [--imgsz 320] [--iters 5] [--warmup 2] [--threads 0] [--cuda]
 // Prints mean/min seconds per step for each precision and the ratio autocast/float32 (figures: docs/recipe.md "AMP").
+// Freed memory is kept for reuse as in yolo11-train (engine::tune_malloc; YOLO11_MALLOC_DEFAULTS=1 for glibc's).
 #include <torch/torch.h>
 
 #include <chrono>
@@ -12,6 +13,7 @@
 
 #include "yolo11/core/compat.h"
 #include "yolo11/engine/amp.h"
+#include "yolo11/engine/fp_env.h"
 #include "yolo11/engine/multi_tensor_optim.h"
 #include "yolo11/loss/detection_loss.h"
 #include "yolo11/model/yolo.h"
@@ -70,6 +72,7 @@ struct Runner {
 
 int main(int argc, char** argv) try {
   const Args a = bench::parse_model_bench_args(argc, argv, "yolo11-bench-amp: one training step, float32 vs autocast", Args{"n", 8, 320, 5, 2, 0, false});
+  std::printf("%s\n", engine::tune_malloc().c_str());  // before the first tensor, as yolo11-train (engine/run.cpp)
   if (a.threads > 0) torch::set_num_threads(static_cast<int>(a.threads));
   const torch::Device dev = a.cuda && torch::cuda::is_available() ? torch::Device(torch::kCUDA) : torch::kCPU;
   const bool cuda = dev.is_cuda();

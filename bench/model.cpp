@@ -5,6 +5,8 @@
 // --amp: every forward (and the training steps' loss) under autocast (CPU bfloat16, CUDA float16; no loss scaling,
 // the raw step), as tools/reference/model_step.py --amp does for the reference's model. Prints one line per
 // configuration (mean and min seconds per iteration, images/s). Figures go to docs/model.md.
+// Freed memory is kept for reuse (engine::tune_malloc, as yolo11-train does) and the line saying so is printed first;
+// YOLO11_MALLOC_DEFAULTS=1 times the step with glibc's defaults instead (docs/benchmarks.md has both).
 // --profile: one more training step per layout under LibTorch's profiler (instrument::OpsProfiler), its operators
 // under the `forward` and `backward` scopes, written to DIR/nchw and DIR/channels_last (ops.txt, ops.csv), to set
 // beside torch.profiler's table of the reference's model on the same input (docs/benchmarks.md, issue 31).
@@ -20,6 +22,7 @@
 
 #include "yolo11/core/compat.h"
 #include "yolo11/engine/amp.h"
+#include "yolo11/engine/fp_env.h"
 #include "yolo11/instrument/ops_profile.h"
 #include "yolo11/instrument/stages.h"
 #include "yolo11/model/yolo.h"
@@ -66,6 +69,7 @@ void report(const char* name, const Args& a, const Stat& s) {
 int main(int argc, char** argv) try {
   const Args a = bench::parse_model_bench_args(argc, argv, "yolo11-bench-model: forward/backward, layouts, fusion",
                                                Args{"n", 8, 640, 3, 1, 0, false}, /*amp_flag=*/true);
+  std::printf("%s\n", engine::tune_malloc().c_str());  // before the first tensor, as yolo11-train (engine/run.cpp)
   const c10::ScalarType amp_dtype = a.cuda ? c10::ScalarType::Half : c10::ScalarType::BFloat16;
   if (a.threads > 0) torch::set_num_threads(static_cast<int>(a.threads));
   const torch::Device dev = a.cuda && torch::cuda::is_available() ? torch::Device(torch::kCUDA) : torch::kCPU;
