@@ -343,7 +343,8 @@ void Loader::resume() {
 
 std::optional<Batch> Loader::next() {
   std::unique_lock<std::mutex> lk(m_);
-  if (!started_) restart_locked(0);
+  const bool restarted = !started_;
+  if (restarted) restart_locked(0);
   if (next_deliver_ >= nb_) return std::nullopt;
   const int64_t b = next_deliver_;
   if (threads_.empty()) {  // synchronous mode
@@ -363,7 +364,9 @@ std::optional<Batch> Loader::next() {
     rec_->end_batch(0, out->size());
     return out;
   }
-  cv_work_.notify_all();
+  // Wake workers only when there is work for them (one per batch taken, none when all are assigned): each woken
+  // worker needs a core, and on a machine whose cores compute it takes one from the trainer's threads.
+  if (restarted) cv_work_.notify_all();
   cv_ready_.wait(lk, [&] {
     auto it = ready_.find(b);
     return it != ready_.end() && (it->second.batch.has_value() || it->second.error);
@@ -371,8 +374,9 @@ std::optional<Batch> Loader::next() {
   Slot slot = std::move(ready_[b]);
   ready_.erase(b);
   ++next_deliver_;
+  const bool slot_opened = next_assign_ < nb_;  // one more batch may be assigned now
   lk.unlock();
-  cv_work_.notify_all();
+  if (slot_opened) cv_work_.notify_one();
   if (slot.error) std::rethrow_exception(slot.error);
   return std::move(slot.batch);
 }
