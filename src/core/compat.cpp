@@ -1,5 +1,6 @@
 // LibTorch 1.13 / 2.x and CPU / CUDA differences, kept out of every other file (include/yolo11/core/compat.h).
 #include "yolo11/core/compat.h"
+#include "yolo11/core/strings.h"
 
 #include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
@@ -78,8 +79,7 @@ std::string apply_determinism(bool deterministic) {
     line = std::string("deterministic=true: deterministic algorithms (warn only), cuDNN deterministic, cuDNN benchmark "
                        "off, CUBLAS_WORKSPACE_CONFIG=") + std::getenv("CUBLAS_WORKSPACE_CONFIG");
 #ifdef YOLO11_HAS_DETERMINISTIC_FILL
-    const char* fill = std::getenv("YOLO11_FILL_UNINITIALIZED");
-    const bool keep_fill = fill != nullptr && *fill != '\0' && std::string(fill) != "0";
+    const bool keep_fill = core::env_flag("YOLO11_FILL_UNINITIALIZED");
     ctx.setDeterministicFillUninitializedMemory(keep_fill);
     line += keep_fill ? ", new tensors filled with NaN (YOLO11_FILL_UNINITIALIZED set)"
                       : ", new tensors not NaN-filled (YOLO11_FILL_UNINITIALIZED=1 fills them)";

@@ -1,6 +1,7 @@
 #include "yolo11/core/strings.h"
 
 #include <cctype>
+#include <cstdlib>
 
 namespace yolo11::core {
 
@@ -49,6 +50,11 @@ std::string printable(std::string_view s) {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
 }
 
 }  // namespace yolo11::core

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "yolo11/core/cpus.h"
+#include "yolo11/core/strings.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -19,8 +20,7 @@
 namespace yolo11::engine {
 
 std::string flush_denormals() {
-  const char* keep = std::getenv("YOLO11_KEEP_DENORMALS");
-  if (keep && std::strcmp(keep, "0") != 0 && *keep)
+  if (core::env_flag("YOLO11_KEEP_DENORMALS"))
     return "denormal floats kept (YOLO11_KEEP_DENORMALS set): CPU inference may slow down as training proceeds";
   if (!at::globalContext().setFlushDenormal(true))
     return "flush-to-zero not supported on this CPU: denormal floats kept";
@@ -35,8 +35,7 @@ std::string flush_denormals() {
 }
 
 std::string tune_malloc() {
-  const char* keep = std::getenv("YOLO11_MALLOC_DEFAULTS");
-  if (keep && *keep && std::strcmp(keep, "0") != 0)
+  if (core::env_flag("YOLO11_MALLOC_DEFAULTS"))
     return "malloc: glibc defaults kept (YOLO11_MALLOC_DEFAULTS set): large tensors are mmap'd and page-faulted anew";
   const char* tun = std::getenv("GLIBC_TUNABLES");
   if (tun && std::strstr(tun, "glibc.malloc."))

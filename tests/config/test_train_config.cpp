@@ -141,6 +141,21 @@ TEST(TrainConfig, NulByteInFileIsRefusedWithFileAndLine) {
   EXPECT_EQ(yolo11::core::printable(std::string("a\0b\n", 4)), "a\\x00b\\x0a");
 }
 
+TEST(CoreStrings, EnvFlagIsOnForAnythingButUnsetEmptyOrZero) {
+  const char* name = "YOLO11_TEST_ENV_FLAG";
+  ::unsetenv(name);
+  EXPECT_FALSE(yolo11::core::env_flag(name));
+  for (const char* off : {"", "0"}) {
+    ::setenv(name, off, 1);
+    EXPECT_FALSE(yolo11::core::env_flag(name)) << "'" << off << "'";
+  }
+  for (const char* on : {"1", "true", "00", "yes"}) {
+    ::setenv(name, on, 1);
+    EXPECT_TRUE(yolo11::core::env_flag(name)) << on;
+  }
+  ::unsetenv(name);
+}
+
 TEST(TrainConfig, UnknownKeyInFileNamesFileAndLine) {
   const auto dir = yolo11::test::scratch_dir("config_unknown");
   const auto cfg = write(dir, "bad.yaml", "imgsz: 320\nepoch: 3\n");

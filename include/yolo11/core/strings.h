@@ -1,5 +1,5 @@
 #pragma once
-// Small text and time helpers every area may use (ASCII text; the steady clock).
+// Small text, time and environment helpers every area may use (ASCII text; the steady clock; on/off switches).
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -20,5 +20,8 @@ bool ends_with(std::string_view s, std::string_view suffix);
 std::string printable(std::string_view s);
 /// Seconds from `t0` to now on the steady clock.
 double seconds_since(std::chrono::steady_clock::time_point t0);
+/// Whether the environment variable `name` is set to anything but "" or "0": the YOLO11_* on/off switches
+/// (YOLO11_MALLOC_DEFAULTS, YOLO11_KEEP_DENORMALS, YOLO11_FILL_UNINITIALIZED).
+bool env_flag(const char* name);
 
 }  // namespace yolo11::core
