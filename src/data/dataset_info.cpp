@@ -193,6 +193,14 @@ DatasetInfo load_yaml(const std::string& yaml_arg, const std::string& datasets_d
     if (!y[k] || y[k].IsNull()) throw std::runtime_error(info.yaml + ": missing required key `" + k + "`");
   info.train = split_sources(y["train"], root, "train", info.yaml);
   info.val = split_sources(y["val"], root, "val", info.yaml);
+  auto require_sources = [&](const char* k, const std::vector<std::string>& sources) {
+    if (sources.empty())
+      throw std::runtime_error(info.yaml + ":" + std::to_string(y[k].Mark().line + 1) + ": `" + k + "` lists no " +
+                               "source (" + dump(y[k]) + "): give an images folder, a list file or an image, or a " +
+                               "list of them (as `" + k + ": images/" + k + "`)");
+  };
+  require_sources("train", info.train);
+  require_sources("val", info.val);
   info.test = split_sources(y["test"], root, "test", info.yaml);
 
   // ---- names / nc -------------------------------------------------------------------------------------------------

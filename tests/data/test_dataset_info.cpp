@@ -91,6 +91,15 @@ TEST(DatasetYaml, BadNamesAndNcAreErrorsQuotingTheValue) {
   EXPECT_NE(error_of(yaml(d / "v", "train: t\nnames: [a]\n")).find("`val`"), std::string::npos);
 }
 
+// An empty list is no split (fuzz/regressions/dataset_yaml/empty_val_list.yaml): it was accepted with no val source.
+TEST(DatasetYaml, AnEmptySplitListIsAnErrorWithFileAndLine) {
+  const fs::path d = yolo11::test::scratch_dir("yaml_empty_split");
+  const std::string v = error_of(yaml(d / "v", "train: t\nval: []\nnames: [a]\n"));
+  EXPECT_NE(v.find("d.yaml:2: `val` lists no source ([])"), std::string::npos) << v;
+  const std::string t = error_of(yaml(d / "t", "names: [a]\ntrain: []\nval: v\n"));
+  EXPECT_NE(t.find("d.yaml:2: `train` lists no source"), std::string::npos) << t;
+}
+
 // A NUL anywhere in the file (a key, a class name, a comment) is refused with the file and line: inside a value it
 // would cut every later message short, the file name included.
 TEST(DatasetYaml, NulByteAnywhereIsRefusedWithFileAndLine) {
