@@ -1,6 +1,5 @@
 // LibTorch 1.13 / 2.x and CPU / CUDA differences, kept out of every other file (include/yolo11/core/compat.h).
 #include "yolo11/core/compat.h"
-#include "yolo11/core/strings.h"
 
 #include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
@@ -13,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "yolo11/core/strings.h"
 
 #ifdef YOLO11_HAS_CUDA
 #include <ATen/cuda/CUDAEvent.h>

@@ -189,18 +189,19 @@ DatasetInfo load_yaml(const std::string& yaml_arg, const std::string& datasets_d
   info.root = root.lexically_normal().string();
 
   // ---- splits -----------------------------------------------------------------------------------------------------
-  for (const char* k : {"train", "val"})
-    if (!y[k] || y[k].IsNull()) throw std::runtime_error(info.yaml + ": missing required key `" + k + "`");
-  info.train = split_sources(y["train"], root, "train", info.yaml);
-  info.val = split_sources(y["val"], root, "val", info.yaml);
-  auto require_sources = [&](const char* k, const std::vector<std::string>& sources) {
+  // A required split: present, not null, and naming at least one source.
+  auto required_split = [&](const char* k) {
+    const YAML::Node n = y[k];
+    if (!n || n.IsNull()) throw std::runtime_error(info.yaml + ": missing required key `" + k + "`");
+    std::vector<std::string> sources = split_sources(n, root, k, info.yaml);
     if (sources.empty())
-      throw std::runtime_error(info.yaml + ":" + std::to_string(y[k].Mark().line + 1) + ": `" + k + "` lists no " +
-                               "source (" + dump(y[k]) + "): give an images folder, a list file or an image, or a " +
+      throw std::runtime_error(info.yaml + ":" + std::to_string(n.Mark().line + 1) + ": `" + k + "` lists no " +
+                               "source (" + dump(n) + "): give an images folder, a list file or an image, or a " +
                                "list of them (as `" + k + ": images/" + k + "`)");
+    return sources;
   };
-  require_sources("train", info.train);
-  require_sources("val", info.val);
+  info.train = required_split("train");
+  info.val = required_split("val");
   info.test = split_sources(y["test"], root, "test", info.yaml);
 
   // ---- names / nc -------------------------------------------------------------------------------------------------
